@@ -1,0 +1,37 @@
+"""Toolgate's engine: the agent loop, the per-response tool-call gate, the tools and the models.
+
+Pure Python: it never imports Flask or sqlite-utils. Everything it returns is JSON-serialisable.
+"""
+
+import logging
+
+from .config import (
+    AGENT_DEFAULTS,
+    TOOL_SETTING_DEFAULTS,
+    AgentConfig,
+    AgentValidationError,
+    ToolSettings,
+    apply_overrides,
+    fill_defaults,
+    validate_agent,
+)
+from .loop import STOP_REASONS, run_agent
+from .review import review_tool_calls
+from .tools import default_registry
+
+__all__ = [
+    "AGENT_DEFAULTS",
+    "STOP_REASONS",
+    "TOOL_SETTING_DEFAULTS",
+    "AgentConfig",
+    "AgentValidationError",
+    "ToolSettings",
+    "apply_overrides",
+    "default_registry",
+    "fill_defaults",
+    "review_tool_calls",
+    "run_agent",
+    "validate_agent",
+]
+
+logging.getLogger("toolgate").addHandler(logging.NullHandler())

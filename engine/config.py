@@ -1,0 +1,290 @@
+"""Agent and tool settings (SPEC §2–3): defaults, validation, runtime overrides.
+
+The JSON form of an agent (a plain dict) is what storage, the API and the CLI exchange; `AgentConfig` is the
+typed, validated, frozen form the loop and the gate read. Every key defaults, so a stored agent from an older
+version needs no migration when a setting is added.
+"""
+
+import copy
+import re
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+
+AGENT_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+ON_ROUND_CAP_CHOICES = ("final_answer", "message")
+SCRIPTED_PROVIDER = "scripted"
+MAX_ROUNDS_LIMIT = 100
+LABEL_MAX = 200
+DESCRIPTION_MAX = 2_000
+SYSTEM_PROMPT_MAX = 100_000
+MESSAGE_MAX = 10_000
+MAX_CALLS_PER_RUN_LIMIT = 10_000
+
+TOOL_SETTING_DEFAULTS = MappingProxyType(
+    {
+        "restrict_multiple_calls": False,
+        "multiple_call_error_message": "",
+        "require_usage": False,
+        "return_directly": False,
+        "description_override": "",
+        "max_calls_per_run": 0,
+    }
+)
+
+AGENT_DEFAULTS = MappingProxyType(
+    {
+        "label": "",
+        "description": "",
+        "system_prompt": "",
+        "provider": SCRIPTED_PROVIDER,
+        "model": "",
+        "max_rounds": 10,
+        "on_round_cap": "final_answer",
+        "max_rounds_message": "",
+        "parallel_tool_calls": None,
+        "tools": {},
+        "script": [],
+        "revision": 1,
+    }
+)
+
+# Fields a run may not override: they name the agent rather than configure it.
+NOT_OVERRIDABLE = ("id", "revision")
+
+
+class AgentValidationError(ValueError):
+    """Bad agent input. `errors` maps each offending field (`tools.NAME.KEY` for a tool setting) to a message;
+    the exception text names the first one."""
+
+    def __init__(self, errors):
+        self.errors = dict(errors)
+        field_name, message = next(iter(self.errors.items()))
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    restrict_multiple_calls: bool = False
+    multiple_call_error_message: str = ""
+    require_usage: bool = False
+    return_directly: bool = False
+    description_override: str = ""
+    max_calls_per_run: int = 0
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    id: str
+    label: str
+    description: str = ""
+    system_prompt: str = ""
+    provider: str = SCRIPTED_PROVIDER
+    model: str = ""
+    max_rounds: int = 10
+    on_round_cap: str = "final_answer"
+    max_rounds_message: str = ""
+    parallel_tool_calls: bool | None = None
+    tools: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    script: tuple = ()
+    revision: int = 1
+
+    def settings_for(self, tool_name):
+        return self.tools.get(tool_name, ToolSettings())
+
+    def to_dict(self):
+        data = asdict(self)
+        data["tools"] = {name: asdict(settings) for name, settings in self.tools.items()}
+        data["script"] = copy.deepcopy(list(self.script))
+        return data
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_text(errors, data, name, maximum, required=False, error_key=None):
+    value = data.get(name)
+    error_key = error_key or name
+    if not isinstance(value, str):
+        errors[error_key] = "must be a string"
+    elif required and not value.strip():
+        errors[error_key] = "is required"
+    elif len(value) > maximum:
+        errors[error_key] = f"must be at most {maximum:,} characters (got {len(value):,})"
+
+
+def _check_int(errors, name, value, low, high):
+    if not _is_int(value):
+        errors[name] = f"must be a whole number from {low} to {high}"
+    elif not low <= value <= high:
+        errors[name] = f"must be from {low} to {high} (got {value})"
+
+
+def _check_tool_settings(errors, tool_name, settings, known_tools):
+    prefix = f"tools.{tool_name}"
+    if known_tools is not None and tool_name not in known_tools:
+        errors[prefix] = f'"{tool_name}" is not a registered tool'
+        return
+    if not isinstance(settings, dict):
+        errors[prefix] = "tool settings must be an object"
+        return
+    for key in settings:
+        if key not in TOOL_SETTING_DEFAULTS:
+            errors[f"{prefix}.{key}"] = "is not a tool setting"
+    for key in ("restrict_multiple_calls", "require_usage", "return_directly"):
+        if not isinstance(settings[key], bool):
+            errors[f"{prefix}.{key}"] = "must be true or false"
+    for key in ("multiple_call_error_message", "description_override"):
+        _check_text(errors, settings, key, DESCRIPTION_MAX, error_key=f"{prefix}.{key}")
+    _check_int(errors, f"{prefix}.max_calls_per_run", settings["max_calls_per_run"], 0, MAX_CALLS_PER_RUN_LIMIT)
+
+
+def check_script(script):
+    """The scripted model's responses (SPEC §7): a list of `{"content"}` or `{"tool_calls"}` items.
+    Returns an error message, or None when the script is well formed."""
+    if not isinstance(script, list):
+        return "must be a list of responses"
+    for index, item in enumerate(script, start=1):
+        if not isinstance(item, dict):
+            return f"response {index} must be an object"
+        unknown = set(item) - {"content", "tool_calls"}
+        if unknown:
+            return f"response {index} has unknown key(s): {', '.join(sorted(unknown))}"
+        if "content" not in item and "tool_calls" not in item:
+            return f'response {index} needs "content" or "tool_calls"'
+        if "content" in item and not isinstance(item["content"], str):
+            return f'response {index}: "content" must be a string'
+        calls = item.get("tool_calls", [])
+        if not isinstance(calls, list):
+            return f'response {index}: "tool_calls" must be a list'
+        for number, call in enumerate(calls, start=1):
+            where = f"response {index}, tool call {number}"
+            if not isinstance(call, dict):
+                return f"{where} must be an object"
+            unknown = set(call) - {"id", "name", "arguments"}
+            if unknown:
+                return f"{where} has unknown key(s): {', '.join(sorted(unknown))}"
+            if not isinstance(call.get("name"), str) or not call["name"]:
+                return f'{where} needs a "name"'
+            if "id" in call and (not isinstance(call["id"], str) or not call["id"]):
+                return f'{where}: "id" must be a non-empty string'
+            if not isinstance(call.get("arguments", {}), (dict, str)):
+                return f'{where}: "arguments" must be an object or a string'
+    return None
+
+
+def fill_defaults(data):
+    """A deep copy of an agent's JSON form with every missing field and tool setting set to its default."""
+    filled = copy.deepcopy(dict(AGENT_DEFAULTS))
+    filled.update(copy.deepcopy(data))
+    if isinstance(filled.get("tools"), dict):
+        filled["tools"] = {
+            name: {**TOOL_SETTING_DEFAULTS, **settings} if isinstance(settings, dict) else settings
+            for name, settings in filled["tools"].items()
+        }
+    return filled
+
+
+def validate_agent(data, known_tools=None):
+    """Validate an agent's JSON form and return it with every default filled in.
+
+    `known_tools` is the set of registered tool names; None skips that check. Raises AgentValidationError
+    listing every bad field. System prompt line endings are normalised to `\\n`.
+    """
+    if not isinstance(data, dict):
+        raise AgentValidationError({"agent": "must be a JSON object"})
+    agent = fill_defaults(data)
+    errors = {}
+    for key in agent:
+        if key not in AGENT_DEFAULTS and key != "id":
+            errors[key] = "is not an agent field"
+    agent_id = agent.get("id")
+    if not isinstance(agent_id, str) or not AGENT_ID_PATTERN.match(agent_id):
+        errors["id"] = (
+            "must start with a lowercase letter and contain only lowercase letters, digits and underscores "
+            "(at most 64 characters)"
+        )
+    _check_text(errors, agent, "label", LABEL_MAX, required=True)
+    _check_text(errors, agent, "description", DESCRIPTION_MAX)
+    _check_text(errors, agent, "system_prompt", SYSTEM_PROMPT_MAX)
+    _check_text(errors, agent, "model", LABEL_MAX)
+    _check_text(errors, agent, "max_rounds_message", DESCRIPTION_MAX)
+    if isinstance(agent.get("system_prompt"), str):
+        agent["system_prompt"] = agent["system_prompt"].replace("\r\n", "\n")
+    if not isinstance(agent["provider"], str) or not AGENT_ID_PATTERN.match(agent["provider"]):
+        errors["provider"] = '"scripted" or the id of a provider connection'
+    _check_int(errors, "max_rounds", agent["max_rounds"], 0, MAX_ROUNDS_LIMIT)
+    if agent["on_round_cap"] not in ON_ROUND_CAP_CHOICES:
+        errors["on_round_cap"] = f"must be one of: {', '.join(ON_ROUND_CAP_CHOICES)}"
+    if agent["parallel_tool_calls"] not in (None, True, False):
+        errors["parallel_tool_calls"] = "must be true, false or null"
+    if not _is_int(agent["revision"]) or agent["revision"] < 1:
+        errors["revision"] = "must be a whole number of at least 1"
+    if not isinstance(agent["tools"], dict):
+        errors["tools"] = "must be an object mapping tool names to settings"
+    else:
+        for tool_name, settings in agent["tools"].items():
+            _check_tool_settings(errors, tool_name, settings, known_tools)
+    script_error = check_script(agent["script"])
+    if script_error:
+        errors["script"] = script_error
+    if errors:
+        raise AgentValidationError(errors)
+    for settings in agent["tools"].values():
+        if not settings["restrict_multiple_calls"]:
+            settings["multiple_call_error_message"] = ""
+    return agent
+
+
+def apply_overrides(agent, overrides):
+    """The agent with `overrides` merged key by key (tool settings too), as a new dict.
+
+    `{"tools": {"name": {...}}}` merges into that tool's settings, enabling it if it was not; `null` for a
+    tool disables it for the run.
+    """
+    merged = copy.deepcopy(agent)
+    if not overrides:
+        return merged
+    if not isinstance(overrides, dict):
+        raise AgentValidationError({"overrides": "must be a JSON object"})
+    errors = {}
+    for key, value in overrides.items():
+        if key in NOT_OVERRIDABLE:
+            errors[f"overrides.{key}"] = "cannot be overridden for a run"
+        elif key not in AGENT_DEFAULTS:
+            errors[f"overrides.{key}"] = "is not an agent field"
+        elif key == "tools":
+            if not isinstance(value, dict):
+                errors["overrides.tools"] = "must be an object mapping tool names to settings"
+                continue
+            tools = merged.setdefault("tools", {})
+            for tool_name, settings in value.items():
+                if settings is None:
+                    tools.pop(tool_name, None)
+                elif isinstance(settings, dict):
+                    tools[tool_name] = {**tools.get(tool_name, {}), **copy.deepcopy(settings)}
+                else:
+                    errors[f"overrides.tools.{tool_name}"] = "must be an object of tool settings, or null"
+        else:
+            merged[key] = copy.deepcopy(value)
+    if errors:
+        raise AgentValidationError(errors)
+    return merged
+
+
+def build_config(agent):
+    """The frozen AgentConfig of an already validated agent dict."""
+    tools = MappingProxyType({name: ToolSettings(**settings) for name, settings in agent["tools"].items()})
+    return AgentConfig(
+        **{key: agent[key] for key in AGENT_DEFAULTS if key not in ("tools", "script")},
+        id=agent["id"],
+        tools=tools,
+        script=tuple(copy.deepcopy(agent["script"])),
+    )
+
+
+def load_agent(agent, overrides=None, known_tools=None):
+    """Validate, apply overrides, validate the result: the config one run uses, and the merged JSON form."""
+    base = validate_agent(agent, known_tools)
+    merged = validate_agent(apply_overrides(base, overrides), known_tools)
+    return build_config(merged), merged

@@ -1,0 +1,268 @@
+"""The agent loop (SPEC §4): rounds, the round cap, reminders, return_directly, and the gate before every round.
+
+`run_agent` is the one entry point the web layer, the CLI, the tests and the benchmarks use. It returns the run
+as plain JSON-serialisable data in the shape of `POST /api/agents/<id>/runs`, without the `id` storage assigns.
+"""
+
+import json
+import logging
+import time
+from collections import Counter
+
+from . import texts
+from .config import MESSAGE_MAX, load_agent
+from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
+from .providers import ProviderError, model_for_agent
+from .tools import ToolError, default_registry
+from .tools.context import RunContext
+from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, sample_document_store
+
+logger = logging.getLogger("toolgate")
+
+DOCUMENT_TOOL_NAMES = frozenset(tool.name for tool in DOCUMENT_TOOLS)
+
+ANSWERED = "answered"
+ROUND_CAP = "round_cap"
+RETURN_DIRECTLY = "return_directly"
+ERROR = "error"
+STOP_REASONS = (ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR)
+
+
+def _tool_output_text(output):
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+
+
+class _Run:
+    """The mutable state of one run; `run_agent` drives it and returns its `result()`."""
+
+    def __init__(self, config, agent, message, overrides, registry, model, documents, on_event):
+        self.config = config
+        self.agent = agent
+        self.message = message
+        self.overrides = overrides
+        self.registry = registry
+        self.model = model
+        self.on_event = on_event
+        self.context = RunContext(documents=documents)
+        self.messages = []
+        self.rounds = []
+        self.log = []
+        self.rounds_used = 0
+        self.ran = Counter()  # calls per tool that ran (executed or raised), for max_calls_per_run
+        self.executed = set()  # tools that executed successfully, for require_usage
+        self.stop_reason = None
+        self.answer = None
+        self.error = None
+
+    def emit(self, event):
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def write_log(self, level, kind, message):
+        entry = {"level": level, "kind": kind, "agent_id": self.config.id, "message": message}
+        self.log.append(entry)
+        logger.log(logging.ERROR if level == "error" else logging.WARNING, message)
+        self.emit({"type": "log", **entry})
+
+    def tool_schemas(self):
+        return [
+            self.registry.get(name).schema_for_model(settings.description_override)
+            for name, settings in self.config.tools.items()
+        ]
+
+    def start_messages(self):
+        if self.config.system_prompt:
+            self.messages.append({"role": "system", "content": self.config.system_prompt})
+        if DOCUMENT_TOOL_NAMES & set(self.config.tools):
+            store = self.context.documents or sample_document_store()
+            self.context.documents = store
+            retrieved = retrieve_into_context(store, self.message, self.context)
+            if retrieved:
+                self.messages.append({"role": "system", "content": retrieved})
+        self.messages.append({"role": "user", "content": self.message})
+
+    def finish(self, stop_reason, answer):
+        self.stop_reason = stop_reason
+        self.answer = answer
+
+    def cap_message(self):
+        return self.config.max_rounds_message or texts.MAX_ROUNDS
+
+    def drive(self):
+        self.start_messages()
+        cap = self.config.max_rounds
+        while self.stop_reason is None:
+            if cap and self.rounds_used >= cap and self.config.on_round_cap == "message":
+                self.finish(ROUND_CAP, self.cap_message())
+                break
+            offer = bool(self.config.tools) and self.rounds_used < cap
+            tools = self.tool_schemas() if offer else None
+            try:
+                response = self.model.complete(self.messages, tools, self.config.parallel_tool_calls)
+            except ProviderError as error:
+                self.error = str(error)
+                self.write_log("error", "provider_error", f'The agent "{self.config.id}" stopped: {error}')
+                self.finish(ERROR, None)
+                break
+            round_ = self.record_response(response, tools)
+            if not response.tool_calls:
+                self.after_answer(round_, response, offered=offer)
+            elif not offer:
+                self.answer_tool_calls(round_, reject_without_tools(response.tool_calls))
+                self.finish(TOOLS_DISABLED, response.content or self.cap_message())
+            else:
+                self.rounds_used += 1
+                self.tool_round(round_, response)
+            self.emit({"type": "round", "round": round_})
+
+    def record_response(self, response, tools):
+        assistant = {"role": "assistant", "content": response.content}
+        if response.tool_calls:
+            assistant["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json()}}
+                for call in response.tool_calls
+            ]
+        self.messages.append(assistant)
+        round_ = {
+            "number": len(self.rounds) + 1,
+            "tools_offered": [tool["function"]["name"] for tool in tools] if tools else None,
+            "assistant": {
+                "content": response.content,
+                "tool_calls": [
+                    {"id": call.id, "name": call.name, "arguments": call.arguments_for_display()}
+                    for call in response.tool_calls
+                ],
+            },
+            "calls": [],
+            "reminder": None,
+        }
+        self.rounds.append(round_)
+        return round_
+
+    def after_answer(self, round_, response, offered):
+        if offered:
+            missing = [
+                name
+                for name, settings in self.config.tools.items()
+                if settings.require_usage and name not in self.executed
+            ]
+            if missing:
+                reminder = texts.REQUIRE_USAGE_REMINDER.format(names=", ".join(missing))
+                self.messages.append({"role": "system", "content": reminder})
+                round_["reminder"] = reminder
+                self.rounds_used += 1
+                return
+            self.finish(ANSWERED, response.content or "")
+        else:
+            withheld_by_cap = self.config.max_rounds > 0 and bool(self.config.tools)
+            self.finish(ROUND_CAP if withheld_by_cap else ANSWERED, response.content or "")
+
+    def tool_round(self, round_, response):
+        review = review_calls(response.tool_calls, self.config, self.registry, self.ran)
+        if review.restricted_tools:
+            self.write_log("error", "policy_violation", restriction_log_message(self.config.id, review))
+        direct_output = self.answer_tool_calls(round_, review)
+        if direct_output is not None:
+            self.finish(RETURN_DIRECTLY, direct_output)
+
+    def answer_tool_calls(self, round_, review):
+        """Run the allowed calls in response order; one tool message per call id. Returns the output of the
+        first executed return_directly call, if any."""
+        direct_output = None
+        for verdict in review.verdicts:
+            call = verdict.call
+            entry = {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments_for_display(),
+                "status": "rejected",
+                "reason": verdict.reason,
+                "message": verdict.message,
+                "output": None,
+            }
+            if verdict.allowed:
+                entry.update(self.execute(call, verdict.arguments))
+                settings = self.config.settings_for(call.name)
+                if entry["status"] == "executed" and settings.return_directly and direct_output is None:
+                    direct_output = entry["output"]
+            content = entry["output"] if entry["status"] == "executed" else entry["message"]
+            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            round_["calls"].append(entry)
+        return direct_output
+
+    def execute(self, call, arguments):
+        self.ran[call.name] += 1
+        tool = self.registry.get(call.name)
+        try:
+            output = _tool_output_text(tool.handler(arguments, self.context))
+        except ToolError as error:
+            return {"status": "error", "reason": "tool_error", "message": f"Error: {error}"}
+        except Exception as error:  # a broken tool is the model's problem to hear about, not a crash
+            logger.exception("Tool %s raised", call.name)
+            return {"status": "error", "reason": "tool_error", "message": f"Error: {call.name} failed: {error}"}
+        self.executed.add(call.name)
+        return {"status": "executed", "reason": None, "message": None, "output": output}
+
+    def result(self, duration_ms):
+        calls = [call for round_ in self.rounds for call in round_["calls"]]
+        return {
+            "agent_id": self.config.id,
+            "message": self.message,
+            "overrides": self.overrides,
+            "agent": self.agent,
+            "stop_reason": self.stop_reason,
+            "answer": self.answer,
+            "error": self.error,
+            "rounds": self.rounds,
+            "messages": self.messages,
+            "tool_calls": sum(1 for call in calls if call["status"] != "rejected"),
+            "rejected_calls": sum(1 for call in calls if call["status"] == "rejected"),
+            "rounds_used": self.rounds_used,
+            "max_rounds": self.config.max_rounds,
+            "model_requests": len(self.rounds),
+            "sources": self.context.sources,
+            "layout": self.context.layout,
+            "log": self.log,
+            "duration_ms": round(duration_ms, 3),
+        }
+
+
+def run_agent(
+    agent,
+    message,
+    overrides=None,
+    *,
+    providers=None,
+    documents=None,
+    on_event=None,
+    registry=None,
+    environ=None,
+    http_client=None,
+    model=None,
+):
+    """Drive one user message through the loop and return the run.
+
+    agent: the agent's JSON form (SPEC §2–3; `script` for scripted agents). overrides: fields and tool settings
+    merged over it for this run only. providers: provider connections by id. documents: the DocumentStore the
+    documents tools read (default: the shipped sample corpus). on_event: called with each round and log entry.
+    environ, http_client: where API keys come from and the HTTP client underneath a real provider.
+    model: a ChatModel to use instead of the agent's provider (benchmarks and tests).
+    Raises ValueError (AgentValidationError) naming the field when the merged agent is invalid.
+    """
+    if not isinstance(message, str) or not message.strip():
+        raise ValueError("message: must be a non-empty string")
+    if len(message) > MESSAGE_MAX:
+        raise ValueError(f"message: must be at most {MESSAGE_MAX:,} characters (got {len(message):,})")
+    registry = registry or default_registry()
+    config, merged = load_agent(agent, overrides, known_tools=set(registry.names()))
+    started = time.perf_counter()
+    run = _Run(config, merged, message, json.loads(json.dumps(overrides or {})), registry, None, documents, on_event)
+    try:
+        run.model = model or model_for_agent(config, providers, environ, http_client)
+    except ProviderError as error:
+        run.error = str(error)
+        run.write_log("error", "provider_error", f'The agent "{config.id}" could not start: {error}')
+        run.finish(ERROR, None)
+    else:
+        run.drive()
+    return run.result((time.perf_counter() - started) * 1000)

@@ -1,0 +1,55 @@
+"""The gate for clients that drive their own loop: one response's tool calls in, verdicts and tool messages out."""
+
+from .config import load_agent
+from .gate import ToolCall, review_calls
+from .tools import default_registry
+
+
+def parse_tool_call(data, index):
+    """A ToolCall from OpenAI's chat format or the script's short form; ValueError naming the entry."""
+    where = f"tool_calls[{index}]"
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: must be an object")
+    function = data.get("function")
+    if isinstance(function, dict):
+        name, arguments = function.get("name"), function.get("arguments", "")
+    else:
+        name, arguments = data.get("name"), data.get("arguments", {})
+    if not isinstance(data.get("id"), str) or not data["id"]:
+        raise ValueError(f'{where}: needs an "id" string')
+    if not isinstance(name, str) or not name:
+        raise ValueError(f'{where}: needs a function "name"')
+    return ToolCall(id=data["id"], name=name, arguments=arguments)
+
+
+def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_so_far=None):
+    """The gate's verdict on one response: which ids may run, why the others may not, and the tool messages to
+    append for the rejected ones. Nothing executes. Raises ValueError naming the bad field."""
+    if not isinstance(tool_calls, list):
+        raise ValueError("tool_calls: must be a list")
+    registry = registry or default_registry()
+    config, _ = load_agent(agent, overrides, known_tools=set(registry.names()))
+    calls = [parse_tool_call(data, index) for index, data in enumerate(tool_calls)]
+    ids = [call.id for call in calls]
+    if len(set(ids)) != len(ids):
+        raise ValueError("tool_calls: every call needs its own id")
+    review = review_calls(calls, config, registry, runs_so_far)
+    return {
+        "execute": [verdict.call.id for verdict in review.verdicts if verdict.allowed],
+        "calls": [
+            {
+                "id": verdict.call.id,
+                "name": verdict.call.name,
+                "status": "allowed" if verdict.allowed else "rejected",
+                "reason": verdict.reason,
+                "message": verdict.message,
+            }
+            for verdict in review.verdicts
+        ],
+        "tool_messages": [
+            {"role": "tool", "tool_call_id": verdict.call.id, "content": verdict.message}
+            for verdict in review.verdicts
+            if not verdict.allowed
+        ],
+        "restricted_tools": list(review.restricted_tools),
+    }

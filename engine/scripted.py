@@ -1,0 +1,110 @@
+"""The scripted model: an OpenAI-compatible chat-completions endpoint that replays an agent's script (SPEC §7).
+
+It is a plain WSGI application, served in-process through `httpx2.WSGITransport`, so scripted runs take the same
+`openai` SDK path as a real provider. It is stateless: the answer to a request depends on the request alone.
+
+- Item N of the script answers a request that already holds N assistant messages.
+- A request without tools never gets tool calls: it gets the first answer-only item at index ≥ N.
+- An argument string may contain `{{CALL_ID}}`: it is replaced by the content of the tool message that
+  answered that call id in the request (unknown ids are left as written). That lets a script place a
+  component below the UUID that the previous placement returned.
+"""
+
+import json
+import re
+import time
+
+from . import texts
+
+REFERENCE = re.compile(r"\{\{\s*([A-Za-z0-9_\-.:]+)\s*\}\}")
+
+
+def default_call_id(response_number, call_number):
+    return f"call_{response_number}_{call_number}"
+
+
+def _resolve(value, results):
+    if isinstance(value, str):
+        return REFERENCE.sub(lambda match: results.get(match.group(1), match.group(0)), value)
+    if isinstance(value, dict):
+        return {key: _resolve(item, results) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_resolve(item, results) for item in value]
+    return value
+
+
+def scripted_reply(script, messages, tools_offered):
+    """The assistant message (OpenAI chat format) the script gives to a request with these messages."""
+    position = sum(1 for message in messages if message.get("role") == "assistant")
+    results = {
+        message["tool_call_id"]: message.get("content") or ""
+        for message in messages
+        if message.get("role") == "tool" and message.get("tool_call_id")
+    }
+    if not tools_offered:
+        content = next(
+            (item["content"] for item in script[position:] if not item.get("tool_calls") and "content" in item),
+            texts.FINAL_ANSWER_WITHOUT_TOOLS,
+        )
+        return {"role": "assistant", "content": content}
+    if position >= len(script):
+        return {"role": "assistant", "content": texts.SCRIPT_EXHAUSTED}
+    item = script[position]
+    reply = {"role": "assistant", "content": item.get("content")}
+    calls = item.get("tool_calls") or []
+    if calls:
+        reply["tool_calls"] = [
+            {
+                "id": call.get("id") or default_call_id(position + 1, number),
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": _arguments_text(_resolve(call.get("arguments", {}), results)),
+                },
+            }
+            for number, call in enumerate(calls, start=1)
+        ]
+    return reply
+
+
+def _arguments_text(arguments):
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+class ScriptedModel:
+    """WSGI app answering POST …/chat/completions from a fixed script."""
+
+    def __init__(self, script):
+        self.script = list(script)
+
+    def __call__(self, environ, start_response):
+        if environ.get("REQUEST_METHOD") != "POST" or not environ.get("PATH_INFO", "").endswith("/chat/completions"):
+            return self._respond(start_response, "404 Not Found", {"error": {"message": "Not found."}})
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            messages = body["messages"]
+        except (ValueError, KeyError, TypeError):
+            return self._respond(start_response, "400 Bad Request", {"error": {"message": "Invalid request body."}})
+        reply = scripted_reply(self.script, messages, bool(body.get("tools")))
+        completion = {
+            "id": f"scripted-{sum(1 for m in messages if m.get('role') == 'assistant') + 1}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "scripted",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": reply,
+                    "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+        return self._respond(start_response, "200 OK", completion)
+
+    @staticmethod
+    def _respond(start_response, status, payload):
+        data = json.dumps(payload).encode()
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]

@@ -1,0 +1,46 @@
+"""Every default text the engine sends to a model or writes to the log (SPEC §5), in one place."""
+
+TOOL_NAME_PLACEHOLDER = "[tool_name]"
+
+RESTRICTED_REPEAT = (
+    'Error: The tool "[tool_name]" may only be called once per response. None of the tool calls in '
+    "this response were executed. Call it once, wait for its result, then call it again if you need to."
+)
+COLLATERAL = (
+    "Error: This tool call was not executed, because the tool(s) {names} in the same response may only "
+    "be called once per response."
+)
+UNKNOWN_TOOL = "Unknown tool."
+INVALID_ARGUMENTS = "Error: invalid arguments for {name}: {detail}"
+ALREADY_IN_CONTEXT = "Already in your context."
+CALL_LIMIT = "Error: {name} may be called at most {limit} times per run."
+TOOLS_DISABLED = "Error: Tools are not available for this request. Answer without calling tools."
+MAX_ROUNDS = (
+    "I was unable to fully answer your question within the allowed number of processing steps. "
+    "Please try rephrasing or narrowing your question."
+)
+REQUIRE_USAGE_REMINDER = (
+    "Reminder: The following tools should be used based on the instructions, but were not used: "
+    "{names}. Please make sure to use them in your next response."
+)
+RESTRICTION_LOG_ENTRY = (
+    'The agent "{agent_id}" called the single-call tool(s) {names} multiple times in one response. '
+    "All {count} tool calls in the response were rejected."
+)
+RETRIEVED_CONTEXT_HEADER = "Documents retrieved for this question (cite them by id):"
+
+SCRIPT_EXHAUSTED = "Script exhausted."
+FINAL_ANSWER_WITHOUT_TOOLS = "Final answer without tools."
+
+
+def quoted_names(names):
+    """`"a", "b"`: how the texts list tool names."""
+    return ", ".join(f'"{name}"' for name in names)
+
+
+def restricted_repeat_message(tool_name, custom_message=""):
+    return (custom_message or RESTRICTED_REPEAT).replace(TOOL_NAME_PLACEHOLDER, tool_name)
+
+
+def collateral_message(restricted_names):
+    return COLLATERAL.format(names=quoted_names(restricted_names))

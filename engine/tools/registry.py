@@ -1,0 +1,94 @@
+"""The tool registry: built-in tool families plus any package's tools from the `toolgate.tools` entry points."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+ENTRY_POINT_GROUP = "toolgate.tools"
+
+
+class ToolRegistryError(RuntimeError):
+    """Two tools claim one name, or an entry point does not provide tools."""
+
+
+class ToolError(Exception):
+    """A tool failed in a way the model can act on; its text becomes the call's tool message."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict  # JSON Schema of the arguments object
+    handler: Callable[[dict, Any], Any]  # (arguments, RunContext) -> str or JSON-serialisable value
+    family: str = "other"
+
+    def schema_for_model(self, description_override=""):
+        """The OpenAI chat-completions `tools` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": description_override or self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolRegistry:
+    def __init__(self, tools=()):
+        self._tools = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool):
+        if not isinstance(tool, Tool):
+            raise ToolRegistryError(f"{tool!r} is not a Tool")
+        if tool.name in self._tools:
+            raise ToolRegistryError(f'Two tools are named "{tool.name}"; tool names must be unique.')
+        self._tools[tool.name] = tool
+
+    def get(self, name):
+        return self._tools.get(name)
+
+    def names(self):
+        return list(self._tools)
+
+    def __contains__(self, name):
+        return name in self._tools
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+
+def _entry_point_tools():
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        provided = entry_point.load()
+        provided = provided() if callable(provided) and not isinstance(provided, Tool) else provided
+        if isinstance(provided, Tool):
+            yield provided
+        elif isinstance(provided, (list, tuple)):
+            yield from provided
+        else:
+            raise ToolRegistryError(f'Entry point "{entry_point.name}" does not provide a Tool or a list of Tools.')
+
+
+def build_registry(include_entry_points=True):
+    from . import builtin_tools
+
+    tools = list(builtin_tools())
+    if include_entry_points:
+        tools.extend(_entry_point_tools())
+    return ToolRegistry(tools)
+
+
+_default = None
+
+
+def default_registry():
+    """The registry built once per process: built-ins plus entry points."""
+    global _default
+    if _default is None:
+        _default = build_registry()
+    return _default
