@@ -216,7 +216,7 @@ def validate_agent(data, known_tools=None):
     _check_int(errors, "max_rounds", agent["max_rounds"], 0, MAX_ROUNDS_LIMIT)
     if agent["on_round_cap"] not in ON_ROUND_CAP_CHOICES:
         errors["on_round_cap"] = f"must be one of: {', '.join(ON_ROUND_CAP_CHOICES)}"
-    if agent["parallel_tool_calls"] not in (None, True, False):
+    if agent["parallel_tool_calls"] is not None and not isinstance(agent["parallel_tool_calls"], bool):
         errors["parallel_tool_calls"] = "must be true, false or null"
     if not _is_int(agent["revision"]) or agent["revision"] < 1:
         errors["revision"] = "must be a whole number of at least 1"

@@ -116,7 +116,11 @@ class _Run:
             self.emit({"type": "round", "round": round_})
 
     def record_response(self, response, tools):
-        assistant = {"role": "assistant", "content": response.content}
+        # Without tool calls, OpenAI refuses an assistant message whose content is null.
+        assistant = {
+            "role": "assistant",
+            "content": response.content if response.tool_calls else response.content or "",
+        }
         if response.tool_calls:
             assistant["tool_calls"] = [
                 {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json()}}

@@ -96,11 +96,18 @@ def connection_model(connection, model="", environ=None, http_client=None):
     api_key = environ.get(key_name)
     if not api_key:
         raise ProviderError(f'The environment variable "{key_name}" that holds the API key is not set.')
+    try:
+        timeout = float(connection.get("timeout") or DEFAULT_TIMEOUT)
+        max_retries = int(connection.get("max_retries", 2))
+    except (TypeError, ValueError):
+        raise ProviderError(
+            f'The provider "{connection.get("label", "")}" has an invalid timeout or retry count.'
+        ) from None
     client = openai.OpenAI(
         api_key=api_key,
         base_url=connection.get("base_url") or None,
-        timeout=float(connection.get("timeout") or DEFAULT_TIMEOUT),
-        max_retries=int(connection.get("max_retries", 2)),
+        timeout=timeout,
+        max_retries=max_retries,
         http_client=http_client,
     )
     chosen = model or connection.get("default_model") or ""

@@ -84,6 +84,8 @@ class ScriptedModel:
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = json.loads(environ["wsgi.input"].read(length) or b"{}")
             messages = body["messages"]
+            if not isinstance(messages, list) or not all(isinstance(message, dict) for message in messages):
+                raise TypeError("messages must be a list of objects")
         except (ValueError, KeyError, TypeError):
             return self._respond(start_response, "400 Bad Request", {"error": {"message": "Invalid request body."}})
         reply = scripted_reply(self.script, messages, bool(body.get("tools")))

@@ -1,0 +1,278 @@
+"""Providers (SPEC §7): scripted and OpenAI-compatible runs share the SDK path; failures end the run readably."""
+
+import json
+import logging
+
+import httpx2
+import pytest
+from unit_helpers import (
+    CONNECTION,
+    ENVIRON,
+    MAX_ROUNDS_TEXT,
+    RESTRICTED_LIST_BUNDLES,
+    RecordingEndpoint,
+    answer,
+    call,
+    make_agent,
+    tool_messages,
+    tool_round,
+    wsgi_client,
+)
+
+from engine import run_agent
+from engine.providers import ProviderError, connection_model
+from engine.scripted import ScriptedModel
+
+SCRIPT = [
+    tool_round(call("list_bundles", {"entity_type": "node"}), call("list_bundles", {"entity_type": "user"})),
+    tool_round(call("list_bundles", {"entity_type": "node"})),
+    answer("Articles and pages."),
+]
+TOOLS = {"list_bundles": {"restrict_multiple_calls": True}}
+
+
+def remote_agent(**fields):
+    return make_agent(TOOLS, provider="remote", **fields)
+
+
+def run_remote(http_client, agent=None, environ=ENVIRON, providers=None):
+    return run_agent(
+        agent or remote_agent(),
+        "Which bundles exist?",
+        providers={"remote": CONNECTION} if providers is None else providers,
+        environ=environ,
+        http_client=http_client,
+    )
+
+
+def completion(message):
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+
+
+TOOL_CALL_COMPLETION = completion(
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "t1",
+                "type": "function",
+                "function": {"name": "list_bundles", "arguments": '{"entity_type": "node"}'},
+            }
+        ],
+    }
+)
+
+
+def mock_client(*handlers):
+    """A client whose Nth request is answered by the Nth handler (the last one answers the rest)."""
+    seen = []
+
+    def handle(request):
+        seen.append(request)
+        return handlers[min(len(seen), len(handlers)) - 1](request)
+
+    client = httpx2.Client(transport=httpx2.MockTransport(handle))
+    client.seen = seen
+    return client
+
+
+# --- One SDK path for scripted and real providers -------------------------------------------------------------
+
+
+def test_an_openai_compatible_provider_gives_the_same_run_as_the_scripted_one():
+    scripted = run_agent(make_agent(TOOLS, SCRIPT), "Which bundles exist?")
+
+    remote = run_remote(wsgi_client(ScriptedModel(SCRIPT)))
+
+    for key in ("messages", "rounds", "stop_reason", "answer", "tool_calls", "rejected_calls", "log"):
+        assert remote[key] == scripted[key], key
+    assert tool_messages(remote)[0]["content"] == RESTRICTED_LIST_BUNDLES
+
+
+def test_requests_carry_the_bearer_key_and_the_model_name():
+    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+
+    run_remote(wsgi_client(endpoint))
+
+    assert len(endpoint.requests) == 3
+    assert {request["path"] for request in endpoint.requests} == {"/v1/chat/completions"}
+    assert {request["authorization"] for request in endpoint.requests} == {"Bearer k"}
+    assert {request["body"]["model"] for request in endpoint.requests} == {"m"}
+
+
+def test_the_agents_model_wins_over_the_connections_default():
+    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+
+    run_remote(wsgi_client(endpoint), agent=remote_agent(model="gpt-special"))
+
+    assert endpoint.requests[0]["body"]["model"] == "gpt-special"
+
+
+def test_requests_carry_the_tools_and_the_transcript():
+    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+
+    result = run_remote(wsgi_client(endpoint))
+
+    first, last = endpoint.requests[0]["body"], endpoint.requests[-1]["body"]
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["list_bundles"]
+    assert first["messages"] == [{"role": "user", "content": "Which bundles exist?"}]
+    assert last["messages"] == result["messages"][:-1]
+
+
+def test_the_key_is_read_from_the_named_variable_and_never_recorded():
+    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+
+    result = run_remote(wsgi_client(endpoint), environ={"TEST_KEY": "sk-secret-4242"})
+
+    assert endpoint.requests[0]["authorization"] == "Bearer sk-secret-4242"
+    assert "sk-secret-4242" not in json.dumps(result)
+
+
+def test_tool_calls_on_a_request_without_tools_are_rejected_on_the_provider_path():
+    client = mock_client(lambda request: httpx2.Response(200, json=TOOL_CALL_COMPLETION))
+
+    result = run_remote(client, agent=remote_agent(max_rounds=0))
+
+    assert "tools" not in json.loads(client.seen[0].content)
+    assert result["stop_reason"] == "tools_disabled"
+    assert result["answer"] == MAX_ROUNDS_TEXT
+    assert [(c["id"], c["reason"]) for c in result["rounds"][0]["calls"]] == [("t1", "tools_disabled")]
+
+
+# --- Failures -------------------------------------------------------------------------------------------------
+
+
+def read_timeout(request):
+    raise httpx2.ReadTimeout("read timed out", request=request)
+
+
+def plain_timeout(request):
+    raise httpx2.TimeoutException("timed out", request=request)
+
+
+def refused(request):
+    raise httpx2.ConnectError("connection refused", request=request)
+
+
+FAILURES = [
+    ("read timeout", read_timeout, "The model did not answer in time (timeout)."),
+    ("timeout", plain_timeout, "The model did not answer in time (timeout)."),
+    ("connection refused", refused, "Could not reach the model endpoint: Connection error."),
+    (
+        "HTTP 500",
+        lambda request: httpx2.Response(500, json={"error": {"message": "The server had an error."}}),
+        "The model endpoint answered HTTP 500: The server had an error.",
+    ),
+    (
+        "HTTP 401",
+        lambda request: httpx2.Response(401, json={"error": {"message": "Incorrect API key provided."}}),
+        "The model endpoint answered HTTP 401: Incorrect API key provided.",
+    ),
+    (
+        "malformed JSON",
+        lambda request: httpx2.Response(200, text="not json", headers={"content-type": "application/json"}),
+        "The model's answer could not be read: Expecting value: line 1 column 1 (char 0)",
+    ),
+    (
+        "not JSON at all",
+        lambda request: httpx2.Response(200, text="not json"),
+        "The model's answer could not be read: it has no message.",
+    ),
+    (
+        "no choices",
+        lambda request: httpx2.Response(200, json={**completion({}), "choices": []}),
+        "The model's answer could not be read: it has no message.",
+    ),
+    (
+        "empty object",
+        lambda request: httpx2.Response(200, json={}),
+        "The model's answer could not be read: it has no message.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("handler", "error"), [case[1:] for case in FAILURES], ids=[case[0] for case in FAILURES])
+def test_a_provider_failure_ends_the_run_with_a_readable_error(handler, error):
+    result = run_remote(mock_client(handler))
+
+    assert result["stop_reason"] == "error"
+    assert result["error"] == error
+    assert result["answer"] is None
+    assert result["log"] == [
+        {"level": "error", "kind": "provider_error", "agent_id": "t", "message": f'The agent "t" stopped: {error}'}
+    ]
+    assert json.loads(json.dumps(result)) == result
+
+
+def test_a_failure_keeps_the_trace_up_to_that_point():
+    client = mock_client(lambda request: httpx2.Response(200, json=TOOL_CALL_COMPLETION), read_timeout)
+
+    result = run_remote(client)
+
+    assert len(client.seen) == 2
+    assert result["stop_reason"] == "error"
+    assert [m["role"] for m in result["messages"]] == ["user", "assistant", "tool"]
+    assert [r["calls"][0]["status"] for r in result["rounds"]] == ["executed"]
+    assert result["tool_calls"] == 1
+
+
+def test_a_failure_is_retried_only_as_often_as_the_connection_says():
+    client = mock_client(lambda request: httpx2.Response(500, json={"error": {"message": "down"}}))
+
+    run_remote(client)
+
+    assert len(client.seen) == 1
+
+
+def test_a_provider_failure_goes_to_the_toolgate_logger(caplog):
+    with caplog.at_level(logging.WARNING, logger="toolgate"):
+        run_remote(mock_client(read_timeout))
+
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("toolgate", logging.ERROR, 'The agent "t" stopped: The model did not answer in time (timeout).')
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"environ": {}}, 'The environment variable "TEST_KEY" that holds the API key is not set.'),
+        ({"environ": {"TEST_KEY": ""}}, 'The environment variable "TEST_KEY" that holds the API key is not set.'),
+        ({"providers": {}}, 'The provider connection "remote" does not exist.'),
+        (
+            {"providers": {"remote": {**CONNECTION, "default_model": "", "label": "Local"}}},
+            'No model is set for the provider "Local" or the agent.',
+        ),
+    ],
+    ids=["missing key", "empty key", "unknown provider", "no model"],
+)
+def test_a_provider_that_cannot_start_ends_the_run_before_any_request(options, error):
+    client = mock_client(lambda request: httpx2.Response(200, json=completion({"role": "assistant", "content": "x"})))
+
+    result = run_remote(client, **options)
+
+    assert client.seen == []
+    assert (result["stop_reason"], result["error"], result["answer"]) == ("error", error, None)
+    assert (result["rounds"], result["messages"], result["model_requests"]) == ([], [], 0)
+    assert result["log"] == [
+        {
+            "level": "error",
+            "kind": "provider_error",
+            "agent_id": "t",
+            "message": f'The agent "t" could not start: {error}',
+        }
+    ]
+
+
+def test_the_key_variable_defaults_to_openai_api_key():
+    connection = {"base_url": "http://model.test/v1", "default_model": "m", "max_retries": 0}
+
+    with pytest.raises(ProviderError, match='"OPENAI_API_KEY"'):
+        connection_model(connection, environ={})

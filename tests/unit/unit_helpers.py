@@ -1,0 +1,250 @@
+"""Small builders shared by the engine's unit tests: agents, counting models, recording endpoints and tools.
+
+The SPEC §5 texts are written out here literally, so a changed constant in `engine.texts` fails the tests.
+"""
+
+import copy
+import dataclasses
+import io
+import json
+
+import httpx2
+
+from engine.gate import ToolCall
+from engine.providers import ModelResponse, connection_model, scripted_model
+from engine.scripted import ScriptedModel, scripted_reply
+from engine.tools.registry import Tool, ToolRegistry
+
+RESTRICTED_LIST_BUNDLES = (
+    'Error: The tool "list_bundles" may only be called once per response. None of the tool calls in this '
+    "response were executed. Call it once, wait for its result, then call it again if you need to."
+)
+COLLATERAL_LIST_BUNDLES = (
+    'Error: This tool call was not executed, because the tool(s) "list_bundles" in the same response may only '
+    "be called once per response."
+)
+UNKNOWN_TOOL = "Unknown tool."
+ALREADY_IN_CONTEXT = "Already in your context."
+MAX_ROUNDS_TEXT = (
+    "I was unable to fully answer your question within the allowed number of processing steps. "
+    "Please try rephrasing or narrowing your question."
+)
+
+NODE_BUNDLES = (
+    '{"entity_type": "node", "bundles": [{"id": "article", "label": "Article"}, {"id": "page", "label": "Basic page"}]}'
+)
+TAXONOMY_BUNDLES = '{"entity_type": "taxonomy_term", "bundles": [{"id": "tags", "label": "Tags"}]}'
+ENTITY_TYPES = (
+    '[{"id": "node", "label": "Content"}, {"id": "taxonomy_term", "label": "Taxonomy term"}, '
+    '{"id": "user", "label": "User"}, {"id": "media", "label": "Media"}]'
+)
+
+
+def make_agent(tools=None, script=None, **fields):
+    """An agent's JSON form with the id `t` and the label `T`."""
+    agent = {"id": "t", "label": "T", "tools": tools or {}, "script": script or []}
+    agent.update(fields)
+    return agent
+
+
+def call(name, arguments=None, call_id=None):
+    """One tool call of a script item."""
+    entry = {"name": name, "arguments": {} if arguments is None else arguments}
+    if call_id is not None:
+        entry["id"] = call_id
+    return entry
+
+
+def tool_round(*calls):
+    return {"tool_calls": list(calls)}
+
+
+def answer(content):
+    return {"content": content}
+
+
+class CountingModel:
+    """Wraps a ChatModel and records every request: the messages (copied), the tools and parallel_tool_calls."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.requests = []
+
+    def complete(self, messages, tools=None, parallel_tool_calls=None):
+        self.requests.append(
+            {
+                "messages": copy.deepcopy(messages),
+                "tools": copy.deepcopy(tools),
+                "parallel_tool_calls": parallel_tool_calls,
+            }
+        )
+        return self.inner.complete(messages, tools, parallel_tool_calls)
+
+    @property
+    def offered(self):
+        """Per request, the names of the tools offered, or None when no tools were sent."""
+        return [
+            [tool["function"]["name"] for tool in request["tools"]] if request["tools"] else None
+            for request in self.requests
+        ]
+
+
+def counting_model(script):
+    """The scripted provider (the real SDK path) behind a request counter."""
+    return CountingModel(scripted_model(script))
+
+
+class InProcessScriptedModel:
+    """The scripted model's replies (the same `scripted_reply`) without the HTTP and SDK round trip.
+
+    For the property tests, which make thousands of requests: the SDK's request serialisation would dominate
+    their runtime while adding nothing to the loop's invariants. The SDK path has its own tests.
+    """
+
+    def __init__(self, script):
+        self.script = script
+
+    def complete(self, messages, tools=None, parallel_tool_calls=None):
+        reply = scripted_reply(self.script, messages, bool(tools))
+        calls = tuple(
+            ToolCall(id=item["id"], name=item["function"]["name"], arguments=item["function"]["arguments"])
+            for item in reply.get("tool_calls", [])
+        )
+        return ModelResponse(content=reply.get("content"), tool_calls=calls)
+
+
+class AlwaysCallingModel:
+    """A model that answers every request, tools or not, with the same tool calls (and optional text)."""
+
+    def __init__(self, calls, content=None):
+        self.calls = tuple(
+            ToolCall(id=f"call_{number}", name=name, arguments=arguments)
+            for number, (name, arguments) in enumerate(calls, start=1)
+        )
+        self.content = content
+        self.requests = []
+
+    def complete(self, messages, tools=None, parallel_tool_calls=None):
+        self.requests.append({"tools": copy.deepcopy(tools), "parallel_tool_calls": parallel_tool_calls})
+        return ModelResponse(content=self.content, tool_calls=self.calls)
+
+
+class RecordingEndpoint:
+    """A WSGI middleware that records each request's path, Authorization header and JSON body."""
+
+    def __init__(self, app):
+        self.app = app
+        self.requests = []
+
+    def __call__(self, environ, start_response):
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        self.requests.append(
+            {
+                "path": environ.get("PATH_INFO"),
+                "authorization": environ.get("HTTP_AUTHORIZATION"),
+                "body": json.loads(body) if body else None,
+            }
+        )
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        return self.app(environ, start_response)
+
+
+CONNECTION = {"base_url": "http://model.test/v1", "api_key_env": "TEST_KEY", "default_model": "m", "max_retries": 0}
+ENVIRON = {"TEST_KEY": "k"}
+
+
+def wsgi_client(app):
+    return httpx2.Client(transport=httpx2.WSGITransport(app=app))
+
+
+def http_scripted_model(script):
+    """An OpenAI-compatible provider connection in front of the scripted endpoint: (model, endpoint recorder)."""
+    endpoint = RecordingEndpoint(ScriptedModel(script))
+    model = connection_model(CONNECTION, environ=ENVIRON, http_client=wsgi_client(endpoint))
+    return model, endpoint
+
+
+def tool_messages(run):
+    return [message for message in run["messages"] if message["role"] == "tool"]
+
+
+def tool_message_contents(run):
+    return {message["tool_call_id"]: message["content"] for message in tool_messages(run)}
+
+
+# A registry of instrumented tools: every tool takes {"n": integer} and records (name, n) when it runs.
+NUMBERED_ARGUMENTS = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "required": ["n"],
+    "additionalProperties": False,
+}
+
+
+class RecordingTools:
+    """A ToolRegistry whose tools record every execution; `fails` names tools whose handler raises."""
+
+    def __init__(self, names=("alpha", "beta", "gamma"), fails=()):
+        self.executed = []
+        self.registry = ToolRegistry(
+            Tool(
+                name=name,
+                description=f"The {name} tool.",
+                parameters=NUMBERED_ARGUMENTS,
+                handler=self._handler(name, name in fails),
+            )
+            for name in names
+        )
+
+    def _handler(self, name, fails):
+        def handler(arguments, context):
+            self.executed.append((name, arguments["n"]))
+            if fails:
+                raise RuntimeError(f"{name} broke")
+            return f"{name}:{arguments['n']}"
+
+        return handler
+
+
+class SpyRegistry:
+    """The built-in tools with handlers that record (name, arguments) before doing their real work."""
+
+    def __init__(self):
+        from engine.tools import builtin_tools
+
+        self.executed = []
+        self.registry = ToolRegistry(dataclasses.replace(tool, handler=self._spy(tool)) for tool in builtin_tools())
+
+    def _spy(self, tool):
+        def handler(arguments, context):
+            self.executed.append((tool.name, copy.deepcopy(arguments)))
+            return tool.handler(arguments, context)
+
+        return handler
+
+    def names(self):
+        return [name for name, _arguments in self.executed]
+
+
+# Tool-call arguments by kind, for the property tests: valid ones carry a unique `n`, the others never validate.
+VALID_KINDS = ("valid", "valid_text")
+ARGUMENT_KINDS = ("valid", "valid", "valid_text", "bad_json", "not_object", "schema")
+BAD_JSON = ("{", "not json", "{'n': 1}", '{"n": 1', "[1,")
+NOT_OBJECT = ("[1]", "3", '"n"', "null", "true")
+SCHEMA_FAILURES = ({}, {"n": "one"}, {"n": 1.5}, {"m": 1}, {"n": True})
+
+
+def arguments_for(kind, variant, n):
+    """Arguments of the given kind; `variant` picks among the bad ones, `n` numbers a valid call."""
+    if kind == "valid":
+        return {"n": n}
+    if kind == "valid_text":
+        return json.dumps({"n": n})
+    if kind == "bad_json":
+        return BAD_JSON[variant % len(BAD_JSON)]
+    if kind == "not_object":
+        return NOT_OBJECT[variant % len(NOT_OBJECT)]
+    if variant == len(SCHEMA_FAILURES):
+        return {"n": n, "extra": True}
+    return copy.deepcopy(SCHEMA_FAILURES[variant % len(SCHEMA_FAILURES)])
