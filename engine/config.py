@@ -243,7 +243,7 @@ def apply_overrides(agent, overrides):
     tool disables it for the run.
     """
     merged = copy.deepcopy(agent)
-    if not overrides:
+    if overrides is None:
         return merged
     if not isinstance(overrides, dict):
         raise AgentValidationError({"overrides": "must be a JSON object"})

@@ -1,7 +1,7 @@
 """The gate for clients that drive their own loop: one response's tool calls in, verdicts and tool messages out."""
 
 from .config import load_agent
-from .gate import ToolCall, review_calls
+from .gate import ToolCall, restriction_log_message, review_calls
 from .tools import default_registry
 
 
@@ -24,7 +24,9 @@ def parse_tool_call(data, index):
 
 def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_so_far=None):
     """The gate's verdict on one response: which ids may run, why the others may not, and the tool messages to
-    append for the rejected ones. Nothing executes. Raises ValueError naming the bad field."""
+    append for the rejected ones, and the log entry of a policy violation. Nothing executes. `runs_so_far` maps
+    tool names to how often they already ran in the client's run (for max_calls_per_run). Raises ValueError
+    naming the bad field."""
     if not isinstance(tool_calls, list):
         raise ValueError("tool_calls: must be a list")
     registry = registry or default_registry()
@@ -33,7 +35,8 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_
     ids = [call.id for call in calls]
     if len(set(ids)) != len(ids):
         raise ValueError("tool_calls: every call needs its own id")
-    review = review_calls(calls, config, registry, runs_so_far)
+    review = review_calls(calls, config, registry, _checked_runs_so_far(runs_so_far))
+    violation = restriction_log_message(config.id, review) if review.restricted_tools else None
     return {
         "execute": [verdict.call.id for verdict in review.verdicts if verdict.allowed],
         "calls": [
@@ -52,4 +55,18 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_
             if not verdict.allowed
         ],
         "restricted_tools": list(review.restricted_tools),
+        "log": [{"level": "error", "kind": "policy_violation", "agent_id": config.id, "message": violation}]
+        if violation
+        else [],
     }
+
+
+def _checked_runs_so_far(value):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("calls_so_far: must be an object mapping tool names to how often they ran in this run")
+    for name, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"calls_so_far: the count for {name!r} must be a whole number of at least 0")
+    return value

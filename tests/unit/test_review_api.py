@@ -61,6 +61,10 @@ def test_a_violation_rejects_every_call_with_a_tool_message_for_each():
         {"role": "tool", "tool_call_id": "b", "content": COLLATERAL_LIST_BUNDLES},
         {"role": "tool", "tool_call_id": "c", "content": RESTRICTED_LIST_BUNDLES},
     ]
+    assert [entry["message"] for entry in result["log"]] == [
+        f'The agent "{AGENT["id"]}" called the single-call tool(s) "list_bundles" multiple times in one response. '
+        "All 3 tool calls in the response were rejected."
+    ]
 
 
 def test_tool_messages_are_only_for_rejected_calls():
@@ -83,7 +87,13 @@ def test_tool_messages_are_only_for_rejected_calls():
 
 
 def test_an_empty_response_executes_nothing():
-    assert review_tool_calls(AGENT, []) == {"execute": [], "calls": [], "tool_messages": [], "restricted_tools": []}
+    assert review_tool_calls(AGENT, []) == {
+        "execute": [],
+        "calls": [],
+        "tool_messages": [],
+        "restricted_tools": [],
+        "log": [],
+    }
 
 
 def test_overrides_apply_to_the_review():

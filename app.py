@@ -1,0 +1,78 @@
+"""Toolgate's Flask application factory: config, extensions, blueprints, CLI commands — nothing else."""
+
+import os
+import secrets
+
+from flask import Flask
+from flask_wtf.csrf import CSRFProtect
+
+import cli
+import cli_runs
+import db
+import migrations
+from blueprints import (
+    agents,
+    api,
+    api_runs,
+    documents,
+    log,
+    providers,
+    register_error_handlers,
+    register_template_helpers,
+    runs,
+)
+
+csrf = CSRFProtect()
+
+
+def _secret_key(instance_path):
+    """The key in instance/secret_key, generated on first start; never part of the repository."""
+    path = os.path.join(instance_path, "secret_key")
+    if not os.path.exists(path):
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_hex(32))
+    with open(path) as file:
+        return file.read().strip()
+
+
+def create_app(test_config=None, instance_path=None):
+    app = Flask(__name__, instance_relative_config=True, instance_path=instance_path)
+    app.config.from_mapping(
+        DATABASE=os.path.join(app.instance_path, "toolgate.db"),
+        MAX_CONTENT_LENGTH=4 * 1024 * 1024,
+        MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
+        TOOL_REGISTRY=None,  # None: engine.tools.default_registry(); tests may inject their own
+    )
+    if test_config is None:
+        app.config.from_pyfile("config.py", silent=True)
+        app.config.from_prefixed_env("TOOLGATE")
+    else:
+        app.config.from_mapping(test_config)
+    app.json.sort_keys = False  # agents read in the field order of SPEC §2
+    os.makedirs(app.instance_path, exist_ok=True)
+    if not app.config.get("SECRET_KEY"):
+        app.config["SECRET_KEY"] = _secret_key(app.instance_path)
+
+    db.init_app(app)
+    connection = db.open_db(app.config["DATABASE"])
+    try:
+        migrations.migrate(connection)
+    finally:
+        connection.close()
+
+    csrf.init_app(app)
+    app.register_blueprint(agents.bp)
+    app.register_blueprint(providers.bp)
+    app.register_blueprint(api.bp)
+    csrf.exempt(api.bp)  # JSON only: a browser cannot send it cross-site without a CORS preflight
+    app.register_blueprint(runs.bp)
+    app.register_blueprint(log.bp)
+    app.register_blueprint(documents.bp)
+    app.register_blueprint(api_runs.bp)
+    csrf.exempt(api_runs.bp)  # JSON only, like the agents API
+    register_error_handlers(app)
+    register_template_helpers(app)
+    cli.register(app)
+    cli_runs.register(app)
+    return app

@@ -1,0 +1,168 @@
+"""Agent pages: the list, one agent, the create and edit form with each tool's settings, and delete.
+
+The form posts plainly (Post/Redirect/Get); htmx only swaps two fragments in: the "Multiple call error message"
+field when "Restrict to one call per response" is ticked, and the machine name derived from the label.
+"""
+
+import json
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+
+import forms
+from blueprints import tool_registry
+from db import get_db
+from engine import texts
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, AgentValidationError
+from store import NotFound, RevisionConflict
+from store import agents as agent_store
+from store import providers as provider_store
+
+bp = Blueprint("agents", __name__)
+
+
+def _agent_or_404(db, agent_id):
+    try:
+        return agent_store.get_agent(db, agent_id)
+    except NotFound:
+        abort(404)
+
+
+def _provider_choices(db):
+    choices = [(SCRIPTED_PROVIDER, "Scripted (built-in, offline)")]
+    choices += [(row["id"], f"{row['label']} ({row['id']})") for row in provider_store.list_providers(db)]
+    return choices
+
+
+def _agent_form(db, agent=None):
+    return forms.agent_form(tool_registry().names(), _provider_choices(db), agent=agent)
+
+
+def _render_form(form, agent=None, status=200, form_errors=(), conflict=None):
+    return (
+        render_template(
+            "agents/form.html",
+            form=form,
+            agent=agent,
+            tools=list(tool_registry()),
+            form_errors=form_errors,
+            conflict=conflict,
+            default_restricted_message=texts.RESTRICTED_REPEAT,
+            default_max_rounds_message=texts.MAX_ROUNDS,
+            derived_machine_name=forms.machine_name(form.label.data or ""),
+        ),
+        status,
+    )
+
+
+def _submit(db, form, agent_id, create):
+    """Validate the posted form (its own shape checks, then engine.config through the store) and save it.
+    Returns (saved agent or None, errors by field, conflict or None)."""
+    form.validate()
+    data = form.agent_data(agent_id)
+    try:
+        if form.errors:
+            agent_store.validate(db, data, tool_registry().names())
+            return None, {}, None
+        return agent_store.save_agent(db, data, tool_registry().names(), create=create), {}, None
+    except AgentValidationError as error:
+        return None, error.errors, None
+    except RevisionConflict as conflict:
+        return None, {}, conflict
+
+
+@bp.get("/")
+@bp.get("/agents")
+def list_agents():
+    return render_template("agents/list.html", agents=agent_store.list_agents(get_db()))
+
+
+@bp.route("/agents/new", methods=["GET", "POST"])
+def new_agent():
+    db = get_db()
+    if request.method == "GET":
+        return _render_form(_agent_form(db, agent={**AGENT_DEFAULTS, "id": ""}))
+    form = _agent_form(db)
+    agent_id = (form.id.data or "").strip() or forms.machine_name(form.label.data or "")
+    agent, errors, _conflict = _submit(db, form, agent_id, create=True)
+    if agent:
+        flash(f'Created the agent "{agent["label"]}".')
+        return redirect(url_for("agents.view_agent", agent_id=agent["id"]), 303)
+    return _render_form(form, status=400, form_errors=forms.apply_errors(form, errors))
+
+
+@bp.get("/agents/new/machine-name")
+def machine_name_field():
+    """The machine name field, derived from the label while the user has not typed a name of their own."""
+    label = request.args.get("label", "")
+    current = request.args.get("id", "").strip()
+    derived_before = request.args.get("id_derived", "")
+    derived = forms.machine_name(label)
+    if current and current != derived_before:
+        derived, value = derived_before, current
+    else:
+        value = derived
+    form = forms.agent_form_class(())(data={"id": value}, meta={"csrf": False})
+    return render_template("agents/_machine_name_field.html", form=form, derived_machine_name=derived)
+
+
+@bp.get("/agents/<agent_id>")
+def view_agent(agent_id):
+    agent = _agent_or_404(get_db(), agent_id)
+    return render_template(
+        "agents/view.html",
+        agent=agent,
+        tools={tool.name: tool for tool in tool_registry()},
+        script_json=json.dumps(agent["script"], indent=2, ensure_ascii=False),
+        default_restricted_message=texts.RESTRICTED_REPEAT,
+        default_max_rounds_message=texts.MAX_ROUNDS,
+    )
+
+
+@bp.route("/agents/<agent_id>/edit", methods=["GET", "POST"])
+def edit_agent(agent_id):
+    db = get_db()
+    agent = _agent_or_404(db, agent_id)
+    if request.method == "GET":
+        return _render_form(_agent_form(db, agent=agent), agent=agent)
+    form = _agent_form(db)
+    saved, errors, conflict = _submit(db, form, agent_id, create=False)
+    if saved:
+        flash(f'Saved the agent "{saved["label"]}" (revision {saved["revision"]}).')
+        return redirect(url_for("agents.view_agent", agent_id=agent_id), 303)
+    if conflict:
+        # Keep the user's input; the next save, made knowing this, goes over the current revision.
+        form.revision.data = str(conflict.current_revision)
+        return _render_form(form, agent=agent, status=409, conflict=conflict)
+    return _render_form(form, agent=agent, status=400, form_errors=forms.apply_errors(form, errors))
+
+
+@bp.route("/agents/<agent_id>/delete", methods=["GET", "POST"])
+def delete_agent(agent_id):
+    db = get_db()
+    agent = _agent_or_404(db, agent_id)
+    form = forms.DeleteForm()
+    if form.validate_on_submit():
+        try:
+            agent_store.delete_agent(db, agent_id)
+        except NotFound:
+            abort(404)
+        flash(f'Deleted the agent "{agent["label"]}".')
+        return redirect(url_for("agents.list_agents"), 303)
+    return render_template("agents/delete.html", agent=agent, form=form)
+
+
+@bp.get("/agents/tool-settings/<tool_name>/error-message")
+def error_message_field(tool_name):
+    """The "Multiple call error message" fragment of one tool, from the form bound to the query string: the
+    textarea while the restriction is ticked, an empty wrapper (the next swap's target) when it is not."""
+    names = tool_registry().names()
+    if tool_name not in names:
+        abort(404)
+    form = forms.agent_form_class(names)(formdata=request.args, meta={"csrf": False})
+    return render_template(
+        "agents/_error_message_field.html",
+        tool_name=tool_name,
+        tool_form=form.tools[tool_name],
+        default_restricted_message=texts.RESTRICTED_REPEAT,
+        in_fragment=True,
+    )

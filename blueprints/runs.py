@@ -1,0 +1,191 @@
+"""The run page, run history and the permanent page of a run.
+
+The run page's form posts plainly and the full page comes back with the run; with htmx only the run panel is
+swapped in (`runs/_run.html`), and a form with errors replaces the form instead. The run page, the permalink and
+the htmx fragment render one run dict with that one partial, so they read the same.
+"""
+
+import json
+
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
+
+import run_texts
+import running
+from blueprints import tool_registry
+from db import get_db
+from engine import STOP_REASONS, AgentValidationError
+from engine import texts as engine_texts
+from forms import DeleteForm, apply_errors
+from runs_forms import run_form
+from store import NotFound
+from store import agents as agent_store
+from store import runs as run_store
+
+bp = Blueprint("runs", __name__)
+
+
+@bp.app_template_filter("pretty_json")
+def pretty_json(value):
+    """JSON pretty-printed; a string holding JSON is parsed first, any other string is shown as it is."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(value, str):
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@bp.app_context_processor
+def run_text_helpers():
+    return {
+        "stop_reason_text": run_texts.stop_reason_text,
+        "stop_reason_label": run_texts.stop_reason_label,
+        "reason_text": run_texts.reason_text,
+        "status_text": run_texts.status_text,
+    }
+
+
+def _agent_or_404(db, agent_id):
+    try:
+        return agent_store.get_agent(db, agent_id)
+    except NotFound:
+        abort(404)
+
+
+def _run_or_404(db, run_id):
+    try:
+        return run_store.get_run(db, run_id)
+    except NotFound:
+        abort(404)
+
+
+def run_options():
+    """What a run needs from the app's config besides the database (tests inject a registry or a client)."""
+    return {
+        "registry": tool_registry(),
+        "environ": current_app.config.get("MODEL_ENVIRON"),
+        "http_client": current_app.config.get("MODEL_HTTP_CLIENT"),
+    }
+
+
+def _is_htmx():
+    return request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
+
+
+def _render_run_page(agent, form, run=None, status=200, form_errors=()):
+    return (
+        render_template(
+            "runs/run.html",
+            agent=agent,
+            form=form,
+            run=run,
+            form_errors=form_errors,
+            tool_descriptions={tool.name: tool.description for tool in tool_registry()},
+            default_restricted_message=engine_texts.RESTRICTED_REPEAT,
+        ),
+        status,
+    )
+
+
+@bp.route("/agents/<agent_id>/run", methods=["GET", "POST"])
+def run_agent_page(agent_id):
+    db = get_db()
+    agent = _agent_or_404(db, agent_id)
+    names = tool_registry().names()
+    if request.method == "GET":
+        message, overrides = "", None
+        previous_id = request.args.get("from", type=int)
+        if previous_id is not None:
+            previous = _run_or_404(db, previous_id)
+            if previous["agent_id"] == agent_id:
+                message, overrides = previous["message"], previous["overrides"]
+        return _render_run_page(agent, run_form(agent, names, message=message, overrides=overrides))
+
+    form = run_form(agent, names)
+    errors, run = {}, None
+    if form.validate():
+        try:
+            run = running.execute_run(
+                db, current_app.config["DATABASE"], agent_id, form.run_message(), form.overrides(agent), **run_options()
+            )
+        except AgentValidationError as error:
+            errors = error.errors
+        except ValueError as error:
+            field, message = running.error_field(error)
+            errors = {field or "run": message.removeprefix(f"{field}: ")}
+    form_errors = apply_errors(form, errors) if errors else []
+    if run is None:
+        if _is_htmx():
+            response = current_app.make_response(
+                render_template(
+                    "runs/_run_form.html",
+                    agent=agent,
+                    form=form,
+                    form_errors=form_errors,
+                    tool_descriptions={tool.name: tool.description for tool in tool_registry()},
+                    default_restricted_message=engine_texts.RESTRICTED_REPEAT,
+                )
+            )
+            # The errors belong next to the fields: swap the form, not the run panel.
+            response.headers["HX-Retarget"] = "#run-form"
+            response.headers["HX-Reswap"] = "outerHTML"
+            return response
+        return _render_run_page(agent, form, status=400, form_errors=form_errors)
+    if _is_htmx():
+        return render_template("runs/_run.html", run=run)
+    return _render_run_page(agent, form, run=run)
+
+
+@bp.get("/runs")
+def list_runs():
+    db = get_db()
+    agent_id = request.args.get("agent", "").strip() or None
+    stop_reason = request.args.get("stop_reason", "").strip() or None
+    if stop_reason is not None and stop_reason not in STOP_REASONS:
+        stop_reason = None
+    page = request.args.get("page", 1, type=int)
+    runs, total, pages = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, page=page)
+    return render_template(
+        "runs/list.html",
+        runs=runs,
+        total=total,
+        pages=pages,
+        page=min(max(1, page), pages),
+        agent_id=agent_id,
+        stop_reason=stop_reason,
+        agent_ids=run_store.run_agent_ids(db),
+        stop_reasons=STOP_REASONS,
+    )
+
+
+@bp.get("/runs/<int:run_id>")
+def show_run(run_id):
+    db = get_db()
+    run = _run_or_404(db, run_id)
+    return render_template(
+        "runs/show.html",
+        run=run,
+        agent_exists=agent_store.agent_exists(db, run["agent_id"]),
+        again_form=DeleteForm(),
+    )
+
+
+@bp.post("/runs/<int:run_id>/again")
+def run_again(run_id):
+    """Run again with the same message and overrides, against the agent as it is stored now."""
+    db = get_db()
+    previous = _run_or_404(db, run_id)
+    form = DeleteForm()
+    if not form.validate_on_submit():
+        abort(400)
+    try:
+        run = running.repeat_run(db, current_app.config["DATABASE"], run_id, **run_options())
+    except NotFound:
+        flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
+        return redirect(url_for("runs.show_run", run_id=run_id), 303)
+    except ValueError as error:
+        flash(f"This run cannot be repeated with the agent as it is now: {error}", "error")
+        return redirect(url_for("runs.show_run", run_id=run_id), 303)
+    return redirect(url_for("runs.show_run", run_id=run["id"]), 303)

@@ -1,0 +1,33 @@
+"""The database connection: one sqlite-utils Database per request, kept on `g` and closed at teardown.
+
+Outside a request (the CLI at start-up, migrations) use `open_db(path)`. Every connection switches foreign
+keys on, which SQLite leaves off by default.
+"""
+
+import sqlite_utils
+from flask import current_app, g
+
+BUSY_TIMEOUT_MS = 5_000
+
+
+def open_db(path):
+    db = sqlite_utils.Database(path)
+    db.execute("PRAGMA foreign_keys=ON")
+    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return db
+
+
+def get_db():
+    if "db" not in g:
+        g.db = open_db(current_app.config["DATABASE"])
+    return g.db
+
+
+def close_db(exception=None):
+    db = g.pop("db", None)
+    if db is not None:
+        db.close()
+
+
+def init_app(app):
+    app.teardown_appcontext(close_db)

@@ -1,0 +1,165 @@
+"""The demo agents, one per built-in tool family, each showing the policy at work on the scripted model
+(no key, no network), and the sample documents the documents tools read.
+
+`flask --app app load-demo` stores them; `make run` does it on a fresh machine.
+"""
+
+from engine.tools.documents import CORPUS_FOLDER, load_corpus_files
+from store import agents as agent_store
+from store import documents as document_store
+
+CANVAS_BUILDER = {
+    "id": "canvas_builder",
+    "label": "Canvas builder (restricted placement)",
+    "description": (
+        "Shows the restriction at work: place_component may be called only once per response. The script "
+        "places two components in one response, both calls are rejected, and the model recovers by placing "
+        "them one at a time, each below the UUID the previous placement returned."
+    ),
+    "system_prompt": (
+        "You build landing pages on a canvas. place_component returns the UUID of the component it placed; "
+        "place the next component below that UUID, so call place_component once per response and wait for its "
+        "result. Use edit_component to set text, and get_layout to check the page.\n\n"
+        "This demo runs on the scripted model: its first response deliberately places two components at once, "
+        "which Toolgate rejects because place_component is restricted to one call per response."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {
+        "place_component": {"restrict_multiple_calls": True},
+        "edit_component": {},
+        "get_layout": {},
+    },
+    "script": [
+        {
+            "content": "I'll place the hero and the text together.",
+            "tool_calls": [
+                {"name": "place_component", "arguments": {"component": "hero", "region": "header"}},
+                {"name": "place_component", "arguments": {"component": "text", "region": "content"}},
+            ],
+        },
+        {
+            "content": "Both placements were rejected: one at a time, then. The hero first.",
+            "tool_calls": [
+                {"id": "call_2_1", "name": "place_component", "arguments": {"component": "hero", "region": "header"}}
+            ],
+        },
+        {
+            "content": "Now the text, below the hero.",
+            "tool_calls": [
+                {"name": "place_component", "arguments": {"component": "text", "below_uuid": "{{call_2_1}}"}}
+            ],
+        },
+        {
+            "tool_calls": [
+                {"name": "edit_component", "arguments": {"uuid": "{{call_2_1}}", "props": {"title": "Welcome"}}}
+            ]
+        },
+        {
+            "content": (
+                'The page has a hero titled "Welcome" in the header, with a text component below it. '
+                "My first attempt placed both in one response and was rejected, so I placed them one at a time."
+            )
+        },
+    ],
+}
+
+CATALOG_EXPLORER = {
+    "id": "catalog_explorer",
+    "label": "Catalog explorer (restricted listing)",
+    "description": (
+        "Lists the bundles of two entity types. list_bundles is restricted to one call per response, so the "
+        "first response, which asks for both at once, is rejected; the model then asks for one after the other. "
+        "list_entity_types stays unrestricted."
+    ),
+    "system_prompt": (
+        "You answer questions about the site's content model. Use list_entity_types to see the entity types and "
+        "list_bundles to see the bundles of one of them.\n\n"
+        "This demo runs on the scripted model: its first response calls list_bundles twice in parallel, which "
+        "Toolgate rejects because list_bundles is restricted to one call per response."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {
+        "list_entity_types": {},
+        "list_bundles": {"restrict_multiple_calls": True},
+    },
+    "script": [
+        {
+            "tool_calls": [
+                {"name": "list_bundles", "arguments": {"entity_type": "node"}},
+                {"name": "list_bundles", "arguments": {"entity_type": "taxonomy_term"}},
+            ]
+        },
+        {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+        {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "taxonomy_term"}}]},
+        {
+            "content": (
+                "Content (node) has two bundles: Article and Basic page. Taxonomy terms have one: Tags. "
+                "I listed them one entity type per response, because asking for both at once was rejected."
+            )
+        },
+    ],
+}
+
+DOCS_ASSISTANT = {
+    "id": "docs_assistant",
+    "label": "Docs assistant (unrestricted reading)",
+    "description": (
+        "The contrast: no tool is restricted, so the model may call them as often as it needs, bounded only by "
+        "the round cap. It lists the documents, reads two in one response (both run), and lists them again "
+        "(a re-list runs too)."
+    ),
+    "system_prompt": (
+        "You answer customer questions from the shop's documents. The documents that best match the question are "
+        "already in your context; list_documents shows every document and read_document reads one. Read as many "
+        "as you need, then answer and cite the documents you used by id.\n\n"
+        "This demo runs on the scripted model, which reads the refund policy and the shipping times whatever "
+        "you ask."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {
+        "list_documents": {},
+        "read_document": {},
+    },
+    "script": [
+        {"tool_calls": [{"name": "list_documents", "arguments": {}}]},
+        {
+            "tool_calls": [
+                {"name": "read_document", "arguments": {"doc_id": "refund-policy"}},
+                {"name": "read_document", "arguments": {"doc_id": "shipping-times"}},
+            ]
+        },
+        {"tool_calls": [{"name": "list_documents", "arguments": {}}]},
+        {
+            "content": (
+                "You can return a full-price item within 30 days of delivery; the refund reaches your payment "
+                "method within 5 business days of the return arriving (refund-policy). Standard shipping takes "
+                "3 to 5 business days, express 1 to 2, and a return takes 5 to 7 business days to reach the "
+                "warehouse (shipping-times)."
+            )
+        },
+    ],
+}
+
+DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT)
+
+
+def load_demo(db, known_tools, replace=False):
+    """Store the demo agents and the sample documents. Existing ones are kept unless `replace`.
+
+    Returns {"agents": ids stored, "skipped_agents": ids kept, "documents": document ids stored}.
+    """
+    stored, skipped = [], []
+    for agent in DEMO_AGENTS:
+        current = None
+        if agent_store.agent_exists(db, agent["id"]):
+            if not replace:
+                skipped.append(agent["id"])
+                continue
+            current = agent_store.get_agent(db, agent["id"])["revision"]
+        data = {**agent, "revision": current or 1}
+        stored.append(agent_store.save_agent(db, data, known_tools)["id"])
+    documents = document_store.import_documents(db, load_corpus_files(CORPUS_FOLDER), replace=replace)
+    return {"agents": stored, "skipped_agents": skipped, "documents": documents}

@@ -1,0 +1,231 @@
+"""Flask-WTF forms for agents and provider connections.
+
+The forms only turn posted strings into the JSON form (numbers, booleans, the parsed script) and back. Whether
+the values are acceptable is decided in one place, engine.config.validate_agent (through store.agents), whose
+errors `apply_errors` puts next to the fields they name — the same rules for the pages, the API and the CLI.
+"""
+
+import json
+import re
+
+from flask_wtf import FlaskForm
+from wtforms import (
+    BooleanField,
+    Form,
+    FormField,
+    HiddenField,
+    SelectChoice,
+    SelectField,
+    StringField,
+    TextAreaField,
+)
+from wtforms.validators import ValidationError
+from wtforms.widgets import NumberInput
+
+from engine.config import AGENT_DEFAULTS, MAX_CALLS_PER_RUN_LIMIT, MAX_ROUNDS_LIMIT, TOOL_SETTING_DEFAULTS
+
+ON_ROUND_CAP_CHOICES = [
+    SelectChoice("final_answer", "Force a final answer (one more request without tools)"),
+    SelectChoice("message", "Stop with the round cap message"),
+]
+PARALLEL_TOOL_CALLS_CHOICES = [SelectChoice("", "Provider default"), SelectChoice("true"), SelectChoice("false")]
+PARALLEL_TOOL_CALLS_VALUES = {"": None, "true": True, "false": False}
+MACHINE_NAME_MAX = 64
+
+
+def machine_name(label):
+    """A machine name derived from a label: "My agent!" -> "my_agent"."""
+    name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    if name and not name[0].isalpha():
+        name = f"agent_{name}"
+    return name[:MACHINE_NAME_MAX].rstrip("_")
+
+
+def _text(value):
+    """Browsers post textarea line breaks as \\r\\n; store \\n."""
+    return (value or "").replace("\r\n", "\n")
+
+
+def _whole_number(value):
+    """The posted text as an int when it is one; otherwise the text itself, so validation names the field."""
+    text = (value or "").strip()
+    return int(text) if re.fullmatch(r"-?\d{1,9}", text) else text
+
+
+class ToolSettingsForm(Form):
+    """One tool's checkbox and its settings (SPEC §3); a sub-form, so no CSRF token of its own."""
+
+    enabled = BooleanField("Enable")
+    restrict_multiple_calls = BooleanField("Restrict to one call per response")
+    multiple_call_error_message = TextAreaField("Multiple call error message", render_kw={"rows": 3})
+    require_usage = BooleanField("Require usage")
+    return_directly = BooleanField("Return directly")
+    description_override = TextAreaField("Description override", render_kw={"rows": 2})
+    max_calls_per_run = StringField(
+        "Max calls per run", default="0", widget=NumberInput(min=0, max=MAX_CALLS_PER_RUN_LIMIT)
+    )
+
+    def settings(self):
+        return {
+            "restrict_multiple_calls": self.restrict_multiple_calls.data,
+            "multiple_call_error_message": _text(self.multiple_call_error_message.data),
+            "require_usage": self.require_usage.data,
+            "return_directly": self.return_directly.data,
+            "description_override": _text(self.description_override.data),
+            "max_calls_per_run": _whole_number(self.max_calls_per_run.data),
+        }
+
+
+class AgentForm(FlaskForm):
+    label = StringField("Label")
+    id = StringField("Machine name")
+    description = TextAreaField("Description", render_kw={"rows": 2})
+    system_prompt = TextAreaField("System prompt", render_kw={"rows": 6})
+    provider = SelectField("Provider", validate_choice=False)
+    model = StringField("Model")
+    parallel_tool_calls = SelectField("Parallel tool calls", choices=PARALLEL_TOOL_CALLS_CHOICES, validate_choice=False)
+    max_rounds = StringField("Max rounds", default="10", widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT))
+    on_round_cap = SelectField("At the round cap", choices=ON_ROUND_CAP_CHOICES, validate_choice=False)
+    max_rounds_message = TextAreaField("Round cap message", render_kw={"rows": 2})
+    script = TextAreaField("Script", default="[]", render_kw={"rows": 12, "spellcheck": "false"})
+    revision = HiddenField()
+
+    tool_names = ()  # set by agent_form()
+
+    def validate_script(self, field):
+        text = (field.data or "").strip() or "[]"
+        try:
+            self.script_value = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValidationError(
+                f"Script is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+            ) from None
+
+    def validate_revision(self, field):
+        if not re.fullmatch(r"\d{1,9}", (field.data or "").strip()):
+            raise ValidationError("The form's revision is missing; reload the page and try again.")
+
+    def agent_data(self, agent_id):
+        """The JSON form of what was posted, for validate_agent; tools in registry order, enabled ones only."""
+        tools = {}
+        for name in self.tool_names:
+            tool_form = self.tools[name]
+            if tool_form.enabled.data:
+                tools[name] = tool_form.settings()
+        return {
+            "id": agent_id,
+            "label": (self.label.data or "").strip(),
+            "description": _text(self.description.data),
+            "system_prompt": _text(self.system_prompt.data),
+            "provider": self.provider.data,
+            "model": (self.model.data or "").strip(),
+            "max_rounds": _whole_number(self.max_rounds.data),
+            "on_round_cap": self.on_round_cap.data,
+            "max_rounds_message": _text(self.max_rounds_message.data),
+            "parallel_tool_calls": PARALLEL_TOOL_CALLS_VALUES.get(
+                self.parallel_tool_calls.data, self.parallel_tool_calls.data
+            ),
+            "tools": tools,
+            "script": getattr(self, "script_value", []),
+            "revision": _whole_number(self.revision.data),
+        }
+
+    def field_for(self, key):
+        """The field an engine.config error key ("label", "tools.NAME.KEY") belongs next to, or None."""
+        parts = key.split(".")
+        if parts[0] == "tools" and len(parts) >= 2 and parts[1] in self.tool_names:
+            tool_form = self.tools[parts[1]].form
+            return tool_form[parts[2]] if len(parts) == 3 and parts[2] in tool_form else tool_form.enabled
+        if len(parts) == 1 and parts[0] in self and parts[0] not in ("tools", "csrf_token", "revision"):
+            return self[parts[0]]
+        return None
+
+
+def agent_form_class(tool_names):
+    """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY)."""
+    tools_form = type("ToolsForm", (Form,), {name: FormField(ToolSettingsForm, label=name) for name in tool_names})
+    return type("BoundAgentForm", (AgentForm,), {"tools": FormField(tools_form), "tool_names": tuple(tool_names)})
+
+
+def agent_form(tool_names, provider_choices, agent=None, **kwargs):
+    """The agent form for these tools and providers ([(id, label)]): bound to the request's POST data, else to
+    `agent`. A provider the agent names that no longer exists stays selectable, marked missing."""
+    form_class = agent_form_class(tool_names)
+    if agent is not None:
+        kwargs.setdefault("data", agent_to_form_data(agent, tool_names))
+    form = form_class(**kwargs)
+    choices = [SelectChoice(value, label) for value, label in provider_choices]
+    if form.provider.data and form.provider.data not in [value for value, _label in provider_choices]:
+        choices.append(SelectChoice(form.provider.data, f"{form.provider.data} (missing)"))
+    form.provider.choices = choices
+    return form
+
+
+def agent_to_form_data(agent, tool_names):
+    """An agent's JSON form as the form's data, for editing."""
+    agent = {**AGENT_DEFAULTS, **agent}
+    tools = {}
+    for name in tool_names:
+        settings = agent["tools"].get(name)
+        tools[name] = {**TOOL_SETTING_DEFAULTS, **(settings or {}), "enabled": settings is not None}
+        tools[name]["max_calls_per_run"] = str(tools[name]["max_calls_per_run"])
+    parallel = {None: "", True: "true", False: "false"}.get(agent["parallel_tool_calls"], "")
+    return {
+        "label": agent["label"],
+        "id": agent.get("id", ""),
+        "description": agent["description"],
+        "system_prompt": agent["system_prompt"],
+        "provider": agent["provider"],
+        "model": agent["model"],
+        "parallel_tool_calls": parallel,
+        "max_rounds": str(agent["max_rounds"]),
+        "on_round_cap": agent["on_round_cap"],
+        "max_rounds_message": agent["max_rounds_message"],
+        "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
+        "revision": str(agent["revision"]),
+        "tools": tools,
+    }
+
+
+class ProviderForm(FlaskForm):
+    label = StringField("Label")
+    id = StringField("Machine name")
+    base_url = StringField("Base URL", render_kw={"placeholder": "https://api.openai.com/v1"})
+    api_key_env = StringField("API key environment variable", default="OPENAI_API_KEY")
+    default_model = StringField("Default model")
+    timeout = StringField("Timeout (seconds)", default="60", widget=NumberInput(min=1, step="any"))
+
+    def provider_data(self, provider_id):
+        timeout_text = (self.timeout.data or "").strip()
+        try:
+            timeout = float(timeout_text)
+        except ValueError:
+            timeout = timeout_text
+        return {
+            "id": provider_id,
+            "label": (self.label.data or "").strip(),
+            "base_url": (self.base_url.data or "").strip(),
+            "api_key_env": (self.api_key_env.data or "").strip(),
+            "default_model": (self.default_model.data or "").strip(),
+            "timeout": timeout,
+        }
+
+    def field_for(self, key):
+        return self[key] if key in self and key != "csrf_token" else None
+
+
+class DeleteForm(FlaskForm):
+    """No fields: gives a delete button its CSRF token."""
+
+
+def apply_errors(form, errors):
+    """Put validation errors ({"field": "message"}, engine.config's keys) next to their fields, each message
+    starting with the field's label. Returns the messages that belong to no field, for the top of the form."""
+    unplaced = []
+    for key, message in errors.items():
+        field = form.field_for(key)
+        if field is None:
+            unplaced.append(f"{key}: {message}")
+        else:
+            field.errors = [*field.errors, f"{field.label.text} {message}."]
+    return unplaced

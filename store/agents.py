@@ -1,0 +1,140 @@
+"""Agents: the engine's JSON form in and out, stored as an `agents` row plus one `agent_tools` row per enabled
+tool. Every save goes through `save_agent`, which validates with engine.config (the one validation path shared
+by the pages, the API and the CLI), checks the revision, and writes in one transaction."""
+
+import json
+import sqlite3
+
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, AgentValidationError, fill_defaults, validate_agent
+
+from . import NotFound, RevisionConflict, now
+
+KEPT_OUT_OF_DATA = ("id", "revision", "tools")
+RESERVED_IDS = ("new",)  # /agents/new is the create page
+
+
+def _agent_from_rows(row, tool_rows):
+    data = json.loads(row["data"])
+    data["id"] = row["id"]
+    data["revision"] = row["revision"]
+    data["tools"] = {tool["tool_name"]: json.loads(tool["settings"]) for tool in tool_rows}
+    agent = fill_defaults(data)
+    return {"id": agent["id"], **{key: agent[key] for key in AGENT_DEFAULTS}}
+
+
+def _tool_rows(db, agent_id):
+    return db["agent_tools"].rows_where("agent_id = ?", [agent_id], order_by="position")
+
+
+def get_agent(db, agent_id):
+    """The stored agent's JSON form, every default filled in. Raises NotFound."""
+    rows = list(db["agents"].rows_where("id = ?", [agent_id]))
+    if not rows:
+        raise NotFound(f'No agent with id "{agent_id}".')
+    return _agent_from_rows(rows[0], _tool_rows(db, agent_id))
+
+
+def list_agents(db):
+    """Every agent, ordered by label."""
+    tools = {}
+    for tool in db["agent_tools"].rows_where(order_by="agent_id, position"):
+        tools.setdefault(tool["agent_id"], []).append(tool)
+    return [
+        _agent_from_rows(row, tools.get(row["id"], []))
+        for row in db["agents"].rows_where(order_by="label COLLATE NOCASE, id")
+    ]
+
+
+def agent_exists(db, agent_id):
+    return bool(list(db.query("SELECT 1 FROM agents WHERE id = ?", [agent_id])))
+
+
+def agents_using_provider(db, provider_id):
+    rows = db.query("SELECT id, data FROM agents ORDER BY id")
+    return [row["id"] for row in rows if json.loads(row["data"]).get("provider") == provider_id]
+
+
+def validate(db, data, known_tools):
+    """engine.config.validate_agent, plus what only storage knows: the provider connection must exist.
+    Returns the agent with defaults filled in; raises AgentValidationError."""
+    errors = {}
+    try:
+        agent = validate_agent(data, known_tools)
+    except AgentValidationError as error:
+        errors = error.errors
+        agent = None
+    if isinstance(data, dict) and data.get("id") in RESERVED_IDS and "id" not in errors:
+        errors["id"] = f'"{data["id"]}" is reserved; choose another id'
+    provider = data.get("provider", SCRIPTED_PROVIDER) if isinstance(data, dict) else None
+    if "provider" not in errors and isinstance(provider, str) and provider != SCRIPTED_PROVIDER:
+        if not list(db.query("SELECT 1 FROM providers WHERE id = ?", [provider])):
+            errors["provider"] = f'no provider connection has the id "{provider}"'
+    if errors:
+        raise AgentValidationError(errors)
+    return agent
+
+
+def _write_tools(db, agent):
+    db["agent_tools"].delete_where("agent_id = ?", [agent["id"]])
+    db["agent_tools"].insert_all(
+        {"agent_id": agent["id"], "tool_name": name, "position": position, "settings": json.dumps(settings)}
+        for position, (name, settings) in enumerate(agent["tools"].items())
+    )
+
+
+def save_agent(db, data, known_tools, create=None):
+    """Validate and store an agent, in one transaction; returns the stored agent.
+
+    create=None creates or replaces (the API's PUT), True only creates (an id in use is a validation error on
+    `id`), False only replaces (NotFound if the agent is gone). Replacing requires `revision` to equal the
+    stored one (RevisionConflict otherwise) and increments it; a new agent starts at revision 1.
+    """
+    agent = validate(db, data, known_tools)
+    stored_data = json.dumps({key: value for key, value in agent.items() if key not in KEPT_OUT_OF_DATA})
+    timestamp = now()
+    with db.atomic():
+        updated = False
+        if create is not True:
+            # Compare-and-swap on the revision: the first statement writes, so the transaction holds the
+            # write lock from here on and no other save can slip in between the check and the write.
+            cursor = db.execute(
+                "UPDATE agents SET label = ?, data = ?, revision = revision + 1, updated_at = ? "
+                "WHERE id = ? AND revision = ?",
+                [agent["label"], stored_data, timestamp, agent["id"], agent["revision"]],
+            )
+            updated = cursor.rowcount == 1
+        if not updated:
+            current = list(db.query("SELECT revision FROM agents WHERE id = ?", [agent["id"]]))
+            if current and create is True:
+                raise AgentValidationError({"id": f'is already used by another agent ("{agent["id"]}")'})
+            if current:
+                raise RevisionConflict(agent["id"], current[0]["revision"], agent["revision"])
+            if create is False:
+                raise NotFound(f'No agent with id "{agent["id"]}".')
+            try:
+                db["agents"].insert(
+                    {
+                        "id": agent["id"],
+                        "label": agent["label"],
+                        "data": stored_data,
+                        "revision": 1,
+                        "created_at": timestamp,
+                        "updated_at": timestamp,
+                    }
+                )
+            except sqlite3.IntegrityError:  # created by someone else since the check above
+                raise AgentValidationError({"id": f'is already used by another agent ("{agent["id"]}")'}) from None
+        _write_tools(db, agent)
+    return get_agent(db, agent["id"])
+
+
+def delete_agent(db, agent_id, revision=None):
+    """Delete an agent and its tool rows. With `revision`, refuse (RevisionConflict) if it is not current."""
+    with db.atomic():
+        current = list(db.query("SELECT revision FROM agents WHERE id = ?", [agent_id]))
+        if not current:
+            raise NotFound(f'No agent with id "{agent_id}".')
+        if revision is not None and revision != current[0]["revision"]:
+            raise RevisionConflict(agent_id, current[0]["revision"], revision)
+        db["agent_tools"].delete_where("agent_id = ?", [agent_id])
+        db["agents"].delete(agent_id)

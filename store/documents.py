@@ -1,0 +1,100 @@
+"""Documents: the knowledge base the documents tools read. Rows live in `documents`; triggers keep the FTS5
+index `documents_fts` in step, which is what engine.tools.documents.SqliteDocumentStore(path) searches."""
+
+import re
+
+from engine.config import LABEL_MAX
+
+from . import NotFound, ValidationError, now
+
+DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
+BODY_MAX = 200_000
+
+
+def validate_document(data):
+    """{"id", "title", "body"} checked and cleaned (line endings normalised); raises ValidationError."""
+    if not isinstance(data, dict):
+        raise ValidationError({"document": "must be a JSON object"})
+    errors = {}
+    for key in data:
+        if key not in ("id", "title", "body"):
+            errors[key] = "is not a document field"
+    doc_id, title, body = data.get("id"), data.get("title"), data.get("body")
+    if not isinstance(doc_id, str) or not DOCUMENT_ID_PATTERN.match(doc_id):
+        errors["id"] = (
+            "must start with a lowercase letter or digit and contain only lowercase letters, digits, "
+            "hyphens and underscores (at most 128 characters)"
+        )
+    if not isinstance(title, str) or not title.strip():
+        errors["title"] = "is required"
+    elif len(title) > LABEL_MAX:
+        errors["title"] = f"must be at most {LABEL_MAX:,} characters (got {len(title):,})"
+    if not isinstance(body, str) or not body.strip():
+        errors["body"] = "is required"
+    elif len(body) > BODY_MAX:
+        errors["body"] = f"must be at most {BODY_MAX:,} characters (got {len(body):,})"
+    if errors:
+        raise ValidationError(errors)
+    return {"id": doc_id, "title": title.strip(), "body": body.replace("\r\n", "\n")}
+
+
+def list_documents(db):
+    """Every document without its body: {"id", "title", "updated_at", "length"}, by title."""
+    return list(
+        db.query(
+            "SELECT id, title, updated_at, length(body) AS length FROM documents ORDER BY title COLLATE NOCASE, id"
+        )
+    )
+
+
+def get_document(db, doc_id):
+    rows = list(db["documents"].rows_where("id = ?", [doc_id]))
+    if not rows:
+        raise NotFound(f'No document with id "{doc_id}".')
+    return dict(rows[0])
+
+
+def document_exists(db, doc_id):
+    return bool(list(db.query("SELECT 1 FROM documents WHERE id = ?", [doc_id])))
+
+
+def create_document(db, data):
+    document = validate_document(data)
+    with db.atomic():
+        if document_exists(db, document["id"]):
+            raise ValidationError({"id": f'is already used by another document ("{document["id"]}")'})
+        db["documents"].insert({**document, "updated_at": now()})
+    return get_document(db, document["id"])
+
+
+def update_document(db, doc_id, data):
+    document = validate_document({**data, "id": doc_id})
+    with db.atomic():
+        get_document(db, doc_id)
+        db["documents"].update(doc_id, {"title": document["title"], "body": document["body"], "updated_at": now()})
+    return get_document(db, doc_id)
+
+
+def delete_document(db, doc_id):
+    with db.atomic():
+        get_document(db, doc_id)
+        db["documents"].delete(doc_id)
+
+
+def import_documents(db, documents, replace=False):
+    """Store many documents in one transaction (all valid, or none stored). Existing ids are kept unless
+    `replace`. Returns the ids written."""
+    cleaned = [validate_document(document) for document in documents]
+    written = []
+    with db.atomic():
+        for document in cleaned:
+            if document_exists(db, document["id"]):
+                if not replace:
+                    continue
+                db["documents"].update(
+                    document["id"], {"title": document["title"], "body": document["body"], "updated_at": now()}
+                )
+            else:
+                db["documents"].insert({**document, "updated_at": now()})
+            written.append(document["id"])
+    return written

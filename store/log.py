@@ -1,0 +1,54 @@
+"""The log (SPEC §9): policy violations and provider errors, each tied to the run that caused it when there is
+one. The engine hands the entries back with the run (`run["log"]`); they are written with the run, in its
+transaction. Entries from the gate API have no run."""
+
+import math
+
+from . import now
+
+LEVELS = ("error", "warning", "info")
+KINDS = ("policy_violation", "provider_error")
+PER_PAGE = 50
+
+
+def add_entries(db, entries, run_id=None, created_at=None):
+    """Append log entries ({level, kind, agent_id, message}); the caller holds the transaction if it needs one."""
+    created_at = created_at or now()
+    rows = [
+        {
+            "created_at": created_at,
+            "level": entry["level"],
+            "kind": entry["kind"],
+            "agent_id": entry.get("agent_id"),
+            "run_id": run_id,
+            "message": entry["message"],
+        }
+        for entry in entries
+    ]
+    if rows:
+        db["log"].insert_all(rows)
+
+
+def list_entries(db, agent_id=None, level=None, page=1, per_page=PER_PAGE):
+    """One page of entries, newest first: (entries, total count, page count)."""
+    clauses, parameters = [], []
+    if agent_id:
+        clauses.append("agent_id = ?")
+        parameters.append(agent_id)
+    if level:
+        clauses.append("level = ?")
+        parameters.append(level)
+    where = " AND ".join(clauses) or None
+    total = db["log"].count_where(where, parameters) if where else db["log"].count
+    pages = max(1, math.ceil(total / per_page))
+    page = min(max(1, page), pages)
+    rows = db["log"].rows_where(where, parameters, order_by="id DESC", limit=per_page, offset=(page - 1) * per_page)
+    return [dict(row) for row in rows], total, pages
+
+
+def log_agent_ids(db):
+    """Every agent id that has log entries, for the filter."""
+    return [
+        row["agent_id"]
+        for row in db.query("SELECT DISTINCT agent_id FROM log WHERE agent_id IS NOT NULL ORDER BY agent_id")
+    ]

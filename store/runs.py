@@ -1,0 +1,86 @@
+"""Runs (SPEC §9): every run stored whole — rounds, calls, transcript, overrides and the agent snapshot it ran
+with — so its page renders from the stored run alone, after the agent was edited or deleted.
+
+The `result` column holds the run dict exactly as `engine.run_agent` returned it; the other columns are copies
+for listing and filtering. A run read back is that dict plus `id` and `created_at`.
+"""
+
+import json
+import math
+
+from . import NotFound, now
+from . import log as log_store
+
+PER_PAGE = 20
+
+
+def save_run(db, run):
+    """Store a run and its log entries in one transaction; returns the run with `id` and `created_at`."""
+    created_at = now()
+    result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
+    with db.atomic():
+        table = db["runs"].insert(
+            {
+                "agent_id": run["agent_id"],
+                "message": run["message"],
+                "overrides": json.dumps(run.get("overrides") or {}),
+                "agent_snapshot": json.dumps(run.get("agent") or {}),
+                "stop_reason": run["stop_reason"],
+                "answer": run.get("answer"),
+                "result": json.dumps(result),
+                "tool_calls": run.get("tool_calls", 0),
+                "rejected_calls": run.get("rejected_calls", 0),
+                "duration_ms": run.get("duration_ms"),
+                "created_at": created_at,
+            }
+        )
+        run_id = table.last_pk
+        log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=created_at)
+    return {"id": run_id, **result, "created_at": created_at}
+
+
+def _run_from_row(row):
+    return {"id": row["id"], **json.loads(row["result"]), "created_at": row["created_at"]}
+
+
+def get_run(db, run_id):
+    """The stored run dict with its `id` and `created_at`. Raises NotFound."""
+    rows = list(db["runs"].rows_where("id = ?", [run_id]))
+    if not rows:
+        raise NotFound(f"No run with id {run_id}.")
+    return _run_from_row(rows[0])
+
+
+def _where(agent_id=None, stop_reason=None):
+    clauses, parameters = [], []
+    if agent_id:
+        clauses.append("agent_id = ?")
+        parameters.append(agent_id)
+    if stop_reason:
+        clauses.append("stop_reason = ?")
+        parameters.append(stop_reason)
+    return " AND ".join(clauses) or None, parameters
+
+
+def list_runs(db, agent_id=None, stop_reason=None, page=1, per_page=PER_PAGE):
+    """One page of run summaries, newest first: (summaries, total count, page count).
+
+    Summaries carry the listing columns only, never the whole run."""
+    where, parameters = _where(agent_id, stop_reason)
+    total = db["runs"].count_where(where, parameters) if where else db["runs"].count
+    pages = max(1, math.ceil(total / per_page))
+    page = min(max(1, page), pages)
+    rows = db["runs"].rows_where(
+        where,
+        parameters,
+        select="id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at",
+        order_by="id DESC",
+        limit=per_page,
+        offset=(page - 1) * per_page,
+    )
+    return [dict(row) for row in rows], total, pages
+
+
+def run_agent_ids(db):
+    """Every agent id that has runs, for the filter; deleted agents included."""
+    return [row["agent_id"] for row in db.query("SELECT DISTINCT agent_id FROM runs ORDER BY agent_id")]

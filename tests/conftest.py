@@ -1,0 +1,73 @@
+"""Fixtures shared by the integration and end-to-end tests: an app over a temporary database and instance
+folder, its test client and CLI runner, and small helpers for the agent form."""
+
+import pytest
+
+from app import create_app
+from db import open_db
+from tests.support import agent_form_data
+
+
+def make_app(tmp_path, **config):
+    settings = {
+        "TESTING": True,
+        "DATABASE": str(tmp_path / "toolgate.db"),
+        "SECRET_KEY": "test secret key",
+        "WTF_CSRF_ENABLED": False,
+        **config,
+    }
+    return create_app(settings, instance_path=str(tmp_path))
+
+
+@pytest.fixture
+def app(tmp_path):
+    """The app with CSRF off, so form tests post plain dicts (a dedicated test proves CSRF is enforced)."""
+    return make_app(tmp_path)
+
+
+@pytest.fixture
+def csrf_app(tmp_path):
+    return make_app(tmp_path, WTF_CSRF_ENABLED=True)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app):
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def database(app):
+    """A connection to the app's database, as the CLI would open it."""
+    connection = open_db(app.config["DATABASE"])
+    yield connection
+    connection.close()
+
+
+class AgentActions:
+    """The steps the agent tests repeat: create through the form, edit through the form, read through the API."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def create(self, **agent):
+        agent.setdefault("label", "Test agent")
+        return self.client.post("/agents/new", data=agent_form_data(agent))
+
+    def edit(self, agent_id, **agent):
+        current = self.get(agent_id)
+        return self.client.post(f"/agents/{agent_id}/edit", data=agent_form_data({**current, **agent}))
+
+    def get(self, agent_id):
+        response = self.client.get(f"/api/agents/{agent_id}")
+        assert response.status_code == 200, response.data
+        return response.get_json()
+
+
+@pytest.fixture
+def actions(client):
+    return AgentActions(client)

@@ -1,0 +1,45 @@
+"""The canvas: two placements in one response are rejected; the model places one, then the next below the UUID
+the first returned, and the run's layout is shown as a tree."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+from run_scenarios import CANVAS_AGENT, CANVAS_MESSAGE
+
+pytestmark = pytest.mark.e2e
+
+AGENT_ID = "e2e_canvas"
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def agent(live_server):
+    client = live_server.app.test_client()
+    client.delete(f"/api/agents/{AGENT_ID}")
+    assert client.put(f"/api/agents/{AGENT_ID}", json=CANVAS_AGENT).status_code == 201
+
+
+def round_section(page, number):
+    return page.get_by_role("region", name=re.compile(rf"^Round {number}\b"))
+
+
+def test_the_second_placement_uses_the_uuid_of_the_first(page):
+    page.goto(f"/agents/{AGENT_ID}/run")
+    page.get_by_role("textbox", name="Message", exact=True).fill(CANVAS_MESSAGE)
+    page.get_by_role("button", name="Run", exact=True).click()
+
+    expect(round_section(page, 1).get_by_role("heading")).to_contain_text("All 2 calls rejected — nothing executed")
+    placed = round_section(page, 2).locator("pre.tool-message")
+    expect(placed).to_have_text(UUID)
+    hero_uuid = placed.inner_text()
+
+    below = round_section(page, 3).get_by_role("row").filter(has_text="place_component")
+    expect(below).to_contain_text("Executed")
+    expect(below.locator("pre.json")).to_contain_text(f'"below_uuid": "{hero_uuid}"')
+
+    layout = page.get_by_role("region", name="Canvas layout")
+    components = layout.get_by_role("listitem")
+    expect(components).to_have_count(2)
+    expect(components.nth(0)).to_contain_text(f"hero in header {hero_uuid}")
+    expect(components.nth(1)).to_contain_text("text in header")

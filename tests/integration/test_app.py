@@ -1,0 +1,143 @@
+"""The factory, the database and its migrations, CSRF and the error pages."""
+
+import os
+import sqlite3
+import stat
+
+import pytest
+import sqlite_utils
+
+import migrations
+from app import create_app
+from db import open_db
+from tests.conftest import make_app
+from tests.support import agent_form_data
+
+
+def test_the_secret_key_is_generated_into_the_instance_folder_once(tmp_path):
+    first = create_app({"DATABASE": str(tmp_path / "t.db")}, instance_path=str(tmp_path))
+    key_file = tmp_path / "secret_key"
+    assert key_file.exists()
+    assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
+    assert len(first.config["SECRET_KEY"]) == 64
+    second = create_app({"DATABASE": str(tmp_path / "t.db")}, instance_path=str(tmp_path))
+    assert second.config["SECRET_KEY"] == first.config["SECRET_KEY"]
+
+
+def test_a_configured_secret_key_writes_no_file(tmp_path):
+    make_app(tmp_path)
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_the_database_defaults_to_the_instance_folder(tmp_path):
+    app = create_app({"SECRET_KEY": "k"}, instance_path=str(tmp_path))
+    assert app.config["DATABASE"] == str(tmp_path / "toolgate.db")
+    assert (tmp_path / "toolgate.db").exists()
+
+
+def test_start_up_creates_every_table_in_wal_mode(app):
+    db = sqlite_utils.Database(app.config["DATABASE"])
+    assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log", "migrations"} <= set(
+        db.table_names()
+    )
+    assert db.journal_mode == "wal"
+    assert [row["name"] for row in db["migrations"].rows] == [step.name for step in migrations.MIGRATIONS]
+    assert db["runs"].pks == ["id"] and db["log"].pks == ["id"]
+    assert {tuple(index.columns) for index in db["runs"].indexes} >= {("agent_id", "id"), ("stop_reason",)}
+    assert {tuple(index.columns) for index in db["log"].indexes} >= {("agent_id",), ("level",)}
+    assert db["agent_tools"].pks == ["agent_id", "tool_name"]
+
+
+def test_migration_names_are_unique_and_sorted():
+    names = [step.name for step in migrations.MIGRATIONS]
+    assert names == sorted(names) and len(set(names)) == len(names)
+
+
+def test_a_database_from_an_older_version_upgrades_on_start(tmp_path):
+    path = tmp_path / "toolgate.db"
+    old = sqlite_utils.Database(path)
+    migrations.migrate(old, migrations.MIGRATIONS[:3])  # a version that had agents and providers only
+    old["agents"].insert({"id": "kept", "label": "Kept", "data": '{"label": "Kept"}', "revision": 4})
+    assert "runs" not in old.table_names()
+    old.close()
+
+    app = make_app(tmp_path)
+    db = sqlite_utils.Database(path)
+    assert {"documents", "runs", "log"} <= set(db.table_names())
+    agent = app.test_client().get("/api/agents/kept").get_json()
+    assert agent["label"] == "Kept" and agent["revision"] == 4 and agent["max_rounds"] == 10  # read with defaults
+
+
+def test_migrating_twice_applies_nothing(app):
+    db = open_db(app.config["DATABASE"])
+    assert migrations.migrate(db) == []
+
+
+def test_every_connection_enforces_foreign_keys(app):
+    db = open_db(app.config["DATABASE"])
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+        db["agent_tools"].insert({"agent_id": "ghost", "tool_name": "list_bundles", "position": 0, "settings": "{}"})
+
+
+def test_a_post_without_the_csrf_token_is_a_friendly_400(csrf_app):
+    client = csrf_app.test_client()
+    response = client.post("/agents/new", data=agent_form_data({"label": "No token", "id": "no_token"}))
+    assert response.status_code == 400
+    html = response.get_data(as_text=True)
+    assert "The form could not be sent" in html and "security token" in html
+    assert client.get("/api/agents/no_token").status_code == 404
+
+
+def test_a_post_with_the_csrf_token_from_the_page_is_accepted(csrf_app):
+    client = csrf_app.test_client()
+    page = client.get("/agents/new").get_data(as_text=True)
+    token = page.split('name="csrf_token" type="hidden" value="')[1].split('"')[0]
+    data = {**agent_form_data({"label": "With token", "id": "with_token"}), "csrf_token": token}
+    assert client.post("/agents/new", data=data).status_code == 303
+
+
+def test_htmx_requests_carry_the_token_in_a_header(csrf_app):
+    client = csrf_app.test_client()
+    page = client.get("/agents/new").get_data(as_text=True)
+    assert '<body hx-headers=\'{"X-CSRFToken": "' in page
+    token = page.split('"X-CSRFToken": "')[1].split('"')[0]
+    data = agent_form_data({"label": "Header", "id": "header"})
+    assert client.post("/agents/new", data=data, headers={"X-CSRFToken": token}).status_code == 303
+
+
+def test_delete_without_the_token_is_refused(csrf_app):
+    client = csrf_app.test_client()
+    token = client.get("/agents/new").get_data(as_text=True).split('"X-CSRFToken": "')[1].split('"')[0]
+    client.post("/agents/new", data=agent_form_data({"label": "Keep", "id": "keep"}), headers={"X-CSRFToken": token})
+    assert client.post("/agents/keep/delete").status_code == 400
+    assert client.get("/api/agents/keep").status_code == 200
+
+
+def test_unknown_page_is_a_friendly_404(client):
+    response = client.get("/no/such/page")
+    assert response.status_code == 404
+    assert "There is nothing at this address." in response.get_data(as_text=True)
+
+
+def test_wrong_method_is_a_friendly_405(client):
+    response = client.put("/agents/new")
+    assert response.status_code == 405
+    assert "<h1>Method not allowed</h1>" in response.get_data(as_text=True)
+
+
+def test_nav_links_only_to_pages_that_exist(client):
+    html = client.get("/agents").get_data(as_text=True)
+    nav = html.split('<nav aria-label="Main">')[1].split("</nav>")[0]
+    hrefs = [part.split('"')[0] for part in nav.split('href="')[1:]]
+    assert "/agents" in hrefs and "/providers" in hrefs
+    for href in hrefs:
+        assert client.get(href).status_code == 200
+
+
+def test_htmx_is_served_from_the_vendored_file(client):
+    html = client.get("/agents").get_data(as_text=True)
+    assert '<script src="/static/vendor/htmx-2.0.11.min.js" defer></script>' in html
+    response = client.get("/static/vendor/htmx-2.0.11.min.js")
+    assert response.status_code == 200 and b"htmx" in response.data
+    response.close()

@@ -1,0 +1,109 @@
+"""The CLI: init-db, load-demo, export-agent, import-agent (the API's validation; a bad file changes nothing)."""
+
+import json
+
+import pytest
+
+from demo import DEMO_AGENTS
+
+
+def agent_json(runner, agent_id):
+    result = runner.invoke(args=["export-agent", agent_id])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_init_db_reports_an_up_to_date_database(runner, app):
+    result = runner.invoke(args=["init-db"])
+    assert result.exit_code == 0
+    assert f"The database at {app.config['DATABASE']} is up to date." in result.output
+
+
+def test_load_demo_loads_the_agents_and_the_sample_documents(runner, client, database):
+    result = runner.invoke(args=["load-demo"])
+    assert result.exit_code == 0, result.output
+    assert "canvas_builder, catalog_explorer, docs_assistant" in result.output
+    ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
+    assert ids == {"canvas_builder", "catalog_explorer", "docs_assistant"}
+    assert database["documents"].count >= 2
+    assert {"refund-policy", "shipping-times"} <= {row["id"] for row in database["documents"].rows}
+
+
+def test_load_demo_twice_keeps_what_is_there_unless_replace(runner, client, actions):
+    runner.invoke(args=["load-demo"])
+    actions.edit("canvas_builder", label="Mine now")
+    result = runner.invoke(args=["load-demo"])
+    assert result.exit_code == 0 and "Kept as they are: canvas_builder" in result.output
+    assert actions.get("canvas_builder")["label"] == "Mine now"
+    result = runner.invoke(args=["load-demo", "--replace"])
+    assert result.exit_code == 0
+    agent = actions.get("canvas_builder")
+    assert agent["label"] == DEMO_AGENTS[0]["label"] and agent["revision"] == 3
+
+
+def test_export_prints_the_agent_as_the_api_does(runner, client):
+    runner.invoke(args=["load-demo"])
+    assert agent_json(runner, "canvas_builder") == client.get("/api/agents/canvas_builder").get_json()
+
+
+def test_export_of_an_unknown_agent_fails(runner):
+    result = runner.invoke(args=["export-agent", "ghost"])
+    assert result.exit_code == 1 and 'No agent with id "ghost".' in result.output
+
+
+def test_import_creates_an_agent(runner, tmp_path, actions):
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps({"id": "imported", "label": "Imported", "tools": {"list_bundles": {}}}))
+    result = runner.invoke(args=["import-agent", str(path)])
+    assert result.exit_code == 0, result.output
+    assert 'Imported the agent "imported" (revision 1).' in result.output
+    assert actions.get("imported")["tools"]["list_bundles"]["restrict_multiple_calls"] is False
+
+
+def test_export_then_import_round_trips(runner, tmp_path, actions):
+    runner.invoke(args=["load-demo"])
+    path = tmp_path / "agent.json"
+    path.write_text(runner.invoke(args=["export-agent", "catalog_explorer"]).output)
+    assert runner.invoke(args=["import-agent", str(path)]).exit_code == 0
+    assert actions.get("catalog_explorer")["revision"] == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        ("[]", "agent: must be a JSON object"),
+        ('{"id": "canvas_builder", "label": "", "max_rounds": 1000}', "label: is required"),
+        (
+            '{"id": "canvas_builder", "label": "X", "tools": {"nope": {}}}',
+            'tools.nope: "nope" is not a registered tool',
+        ),
+        ('{"id": "canvas_builder", "label": "Stale", "revision": 1}', "Nothing was saved. Use --replace"),
+    ],
+)
+def test_a_bad_file_changes_nothing(runner, tmp_path, client, content, message):
+    runner.invoke(args=["load-demo"])
+    runner.invoke(args=["import-agent", "-"], input=runner.invoke(args=["export-agent", "canvas_builder"]).output)
+    before = client.get("/api/agents").get_json()
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    result = runner.invoke(args=["import-agent", str(path)])
+    assert result.exit_code == 1
+    assert message in result.output
+    assert client.get("/api/agents").get_json() == before
+
+
+def test_import_replace_goes_over_any_revision(runner, tmp_path, actions):
+    runner.invoke(args=["load-demo"])
+    actions.edit("canvas_builder", label="Edited")
+    path = tmp_path / "agent.json"
+    path.write_text(json.dumps({**DEMO_AGENTS[0], "revision": 1}))
+    assert runner.invoke(args=["import-agent", str(path)]).exit_code == 1
+    assert runner.invoke(args=["import-agent", "--replace", str(path)]).exit_code == 0
+    assert actions.get("canvas_builder")["label"] == DEMO_AGENTS[0]["label"]
+
+
+def test_import_reads_standard_input(runner, actions):
+    result = runner.invoke(args=["import-agent", "-"], input='{"id": "piped", "label": "Piped"}')
+    assert result.exit_code == 0, result.output
+    assert actions.get("piped")["label"] == "Piped"

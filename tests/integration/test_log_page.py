@@ -1,0 +1,96 @@
+"""The log page: policy violations and provider errors, newest first, filtered by agent and level, each linked
+to its run; the violation reads as SPEC §5 says."""
+
+import pytest
+from run_scenarios import BUNDLES_MESSAGE, bundles_agent
+
+from store import log as log_store
+
+
+@pytest.fixture
+def two_agents(client):
+    client.put("/api/agents/bundles", json=bundles_agent())
+    client.put("/api/agents/other", json=bundles_agent(label="Other"))
+
+
+def run(client, agent_id):
+    return client.post(f"/api/agents/{agent_id}/runs", json={"message": BUNDLES_MESSAGE}).json
+
+
+def html_of(response):
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
+def test_a_violation_reads_as_the_spec_says_and_links_to_its_run(client, two_agents):
+    run_id = run(client, "bundles")["id"]
+    html = html_of(client.get("/log"))
+    assert (
+        "The agent &#34;bundles&#34; called the single-call tool(s) &#34;list_bundles&#34; multiple times in one "
+        "response. All 2 tool calls in the response were rejected."
+    ) in html
+    assert f'<a href="/runs/{run_id}">Run #{run_id}</a>' in html
+    assert "Policy violation" in html
+    assert '<span class="level level-error">Error</span>' in html
+
+
+def test_entries_are_newest_first(client, two_agents):
+    run(client, "bundles")
+    run(client, "other")
+    html = html_of(client.get("/log"))
+    assert html.index('href="/runs/2"') < html.index('href="/runs/1"')
+
+
+def test_filter_by_agent(client, two_agents):
+    run(client, "bundles")
+    run(client, "other")
+    html = html_of(client.get("/log?agent=other"))
+    assert 'href="/runs/2"' in html and 'href="/runs/1"' not in html
+    assert '<option value="other" selected>' in html
+
+
+def test_filter_by_level(client, two_agents, database):
+    run(client, "bundles")
+    log_store.add_entries(
+        database, [{"level": "warning", "kind": "provider_error", "agent_id": "other", "message": "Slow model."}]
+    )
+    warnings = html_of(client.get("/log?level=warning"))
+    assert "Slow model." in warnings and "single-call" not in warnings
+    errors = html_of(client.get("/log?level=error"))
+    assert "Slow model." not in errors and "single-call" in errors
+    assert "Slow model." in html_of(client.get("/log?level=bogus"))  # an unknown level filters nothing
+
+
+def test_provider_errors_are_logged(app, client, database):
+    from store import providers as provider_store
+
+    app.config["MODEL_ENVIRON"] = {}
+    provider_store.create_provider(
+        database, {"id": "remote", "label": "Remote", "base_url": "https://models.invalid/v1", "default_model": "m"}
+    )
+    client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
+    run(client, "remote_agent")
+    html = html_of(client.get("/log?agent=remote_agent"))
+    assert "Provider error" in html and "OPENAI_API_KEY" in html
+
+
+def test_gate_api_violations_have_no_run(client, two_agents):
+    calls = [
+        {"id": "a", "name": "list_bundles", "arguments": {"entity_type": "node"}},
+        {"id": "b", "name": "list_bundles", "arguments": {"entity_type": "user"}},
+    ]
+    client.post("/api/agents/bundles/gate", json={"tool_calls": calls})
+    assert "gate API" in html_of(client.get("/log"))
+
+
+def test_the_log_is_paginated(client, database):
+    entry = {"level": "info", "kind": "policy_violation", "agent_id": "a"}
+    entries = [{**entry, "message": f"Entry {number}."} for number in range(55)]
+    log_store.add_entries(database, entries)
+    first = html_of(client.get("/log"))
+    assert "Entry 54." in first and "Entry 4." not in first and "Page 1 of 2" in first
+    assert "Entry 4." in html_of(client.get("/log?page=2"))
+
+
+def test_an_empty_log(client):
+    assert "No log entries" in html_of(client.get("/log"))

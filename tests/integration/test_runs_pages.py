@@ -1,0 +1,315 @@
+"""The run page (plain POST and htmx), the permanent page of a run, run again, and the run history."""
+
+import json
+import re
+
+import pytest
+from run_scenarios import (
+    BUNDLES_ANSWER,
+    BUNDLES_MESSAGE,
+    CANVAS_AGENT,
+    CANVAS_MESSAGE,
+    bundles_agent,
+    form_fields,
+    mixed_script,
+)
+
+from engine import texts
+from store import runs as run_store
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def bundles(client):
+    assert client.put("/api/agents/bundles", json=bundles_agent()).status_code == 201
+
+
+def run_form(client, agent_id="bundles", query=""):
+    """The run page's form as a browser would post it untouched (prefilled from the agent)."""
+    response = client.get(f"/agents/{agent_id}/run{query}")
+    assert response.status_code == 200
+    return form_fields(response.get_data(as_text=True))
+
+
+def post_run(client, agent_id="bundles", message=BUNDLES_MESSAGE, headers=None, **changes):
+    fields = {**run_form(client, agent_id), "message": message, **changes}
+    fields = {name: value for name, value in fields.items() if value is not None}  # None: untick a box
+    return client.post(f"/agents/{agent_id}/run", data=fields, headers=headers or {})
+
+
+def run_panel(html):
+    """The rendered run: the <article class="run"> element, which the one partial renders everywhere."""
+    match = re.search(r'<article class="run.*?</article>', html, re.S)
+    assert match, "no run on the page"
+    return match.group(0)
+
+
+def html_of(response):
+    return response.get_data(as_text=True)
+
+
+def test_run_page_is_prefilled_from_the_agent(client, bundles):
+    fields = run_form(client)
+    assert fields["message"] == ""
+    assert fields["max_rounds"] == "10"
+    assert fields["on_round_cap"] == "final_answer"
+    assert fields["tools-list_bundles-enabled"] == "y"
+    assert fields["tools-list_bundles-restrict_multiple_calls"] == "y"
+    assert "tools-list_entity_types-restrict_multiple_calls" not in fields
+    assert "tools-place_component-enabled" not in fields  # offered, not enabled
+    assert json.loads(fields["script"]) == bundles_agent()["script"]
+
+
+def test_run_page_of_an_unknown_agent_is_a_404(client):
+    assert client.get("/agents/nobody/run").status_code == 404
+    assert client.post("/agents/nobody/run", data={"message": "hi"}).status_code == 404
+
+
+def test_plain_post_renders_the_full_page_with_the_run(client, bundles, database):
+    response = post_run(client)
+    assert response.status_code == 200
+    html = html_of(response)
+    assert "<html" in html and 'id="run-form"' in html
+    panel = run_panel(html)
+    assert BUNDLES_ANSWER in panel
+    assert "All 2 calls rejected — nothing executed" in panel
+    assert panel.count("Restricted tool called more than once") == 2
+    assert panel.count('class="status status-rejected">Rejected<') == 2
+    assert database["runs"].count == 1
+    assert run_store.get_run(database, 1)["overrides"] == {}
+
+
+def test_htmx_post_returns_only_the_run_panel(client, bundles):
+    response = post_run(client, headers=HTMX)
+    html = html_of(response)
+    assert response.status_code == 200
+    assert "<html" not in html and "run-form" not in html
+    assert html.strip().startswith("<article")
+
+
+def test_run_page_permalink_and_fragment_render_the_run_identically(client, bundles):
+    full_page = run_panel(html_of(post_run(client)))
+    fragment = run_panel(html_of(post_run(client, headers=HTMX)))
+    first, second = run_panel(html_of(client.get("/runs/1"))), run_panel(html_of(client.get("/runs/2")))
+    assert full_page == first
+    assert fragment == second
+
+
+def test_stop_reason_and_counts_in_words(client, bundles):
+    panel = run_panel(html_of(post_run(client)))
+    assert '<dt>Stop reason</dt><dd class="stop-reason">Answered</dd>' in panel
+    assert "<dt>Rounds used</dt><dd>3 of 10</dd>" in panel
+    assert "<dt>Calls executed</dt><dd>2</dd>" in panel
+    assert '<dt>Calls rejected</dt><dd class="has-rejections">2</dd>' in panel
+
+
+def test_every_call_shows_what_went_back_to_the_model(client, bundles):
+    panel = run_panel(html_of(post_run(client)))
+    restricted = texts.RESTRICTED_REPEAT.replace("[tool_name]", "list_bundles").replace('"', "&#34;")
+    assert panel.count(f'<pre class="tool-message">{restricted}</pre>') == 2
+    output = "{&#34;entity_type&#34;: &#34;node&#34;, &#34;bundles&#34;: [{&#34;id&#34;: &#34;article&#34;"
+    assert f'<pre class="tool-message">{output}' in panel  # the exact output of round 2
+    assert "call_1_1" in panel and "call_1_2" in panel and "call_2_1" in panel
+
+
+def test_mixed_response_rejects_the_unrestricted_call_as_collateral(client, bundles):
+    panel = run_panel(html_of(post_run(client, script=json.dumps(mixed_script()))))
+    assert "All 3 calls rejected — nothing executed" in panel
+    assert "Collateral: another tool in this response is restricted" in panel
+    assert "Error: This tool call was not executed, because the tool(s) &#34;list_bundles&#34;" in panel
+
+
+def test_overrides_are_only_what_differs_from_the_agent(client, bundles, database):
+    post_run(client, **{"tools-list_bundles-restrict_multiple_calls": None, "max_rounds": "5"})
+    run = run_store.get_run(database, 1)
+    assert run["overrides"] == {"max_rounds": 5, "tools": {"list_bundles": {"restrict_multiple_calls": False}}}
+    assert run["rejected_calls"] == 0
+    assert client.get("/api/agents/bundles").json["tools"]["list_bundles"]["restrict_multiple_calls"] is True
+
+
+def test_a_tool_can_be_enabled_and_disabled_for_one_run(client, bundles, database):
+    post_run(client, **{"tools-list_entity_types-enabled": None, "tools-get_layout-enabled": "y"})
+    run = run_store.get_run(database, 1)
+    assert run["overrides"] == {"tools": {"list_entity_types": None, "get_layout": {}}}
+    assert run["rounds"][0]["tools_offered"] == ["list_bundles", "get_layout"]
+
+
+def test_custom_message_from_the_run_settings(client, bundles):
+    message = "Custom: [tool_name] once only."
+    panel = run_panel(html_of(post_run(client, **{"tools-list_bundles-multiple_call_error_message": message})))
+    assert panel.count('<pre class="tool-message">Custom: list_bundles once only.</pre>') == 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "field_id", "expected"),
+    [
+        ({"message": "  "}, "message", "Message is required."),
+        ({"max_rounds": "many"}, "max_rounds", "Round cap must be a whole number from 0 to 100."),
+        ({"max_rounds": "101"}, "max_rounds", "Round cap must be from 0 to 100 (got 101)."),
+        ({"script": "[{"}, "script", "Script is not valid JSON"),
+        ({"script": '[{"nonsense": 1}]'}, "script", "Script (JSON) response 1 has unknown key(s): nonsense."),
+        (
+            {"tools-list_bundles-max_calls_per_run": "-1"},
+            "tools-list_bundles-max_calls_per_run",
+            "Max calls per run must be from 0 to 10000 (got -1).",
+        ),
+    ],
+)
+def test_bad_input_is_shown_beside_its_field_and_runs_nothing(client, bundles, database, changes, field_id, expected):
+    message = changes.pop("message", BUNDLES_MESSAGE)
+    response = post_run(client, message=message, **changes)
+    assert response.status_code == 400
+    html = html_of(response)
+    errors = re.search(rf'<ul class="errors" id="{re.escape(field_id)}-errors">(.*?)</ul>', html, re.S)
+    assert errors and expected in errors.group(1).replace("&#34;", '"').replace("&#39;", "'")
+    assert database["runs"].count == 0
+
+
+def test_htmx_post_with_errors_swaps_the_form_instead_of_the_panel(client, bundles, database):
+    response = post_run(client, message="", headers=HTMX)
+    assert response.status_code == 200
+    assert response.headers["HX-Retarget"] == "#run-form"
+    assert response.headers["HX-Reswap"] == "outerHTML"
+    html = html_of(response)
+    assert html.strip().startswith("<form") and "Message is required." in html
+    assert database["runs"].count == 0
+
+
+def test_run_form_needs_its_csrf_token(csrf_app):
+    client = csrf_app.test_client()
+    client.put("/api/agents/bundles", json=bundles_agent())
+    response = client.post("/agents/bundles/run", data={"message": "Hi", "max_rounds": "10"})
+    assert response.status_code == 400
+    assert csrf_app.test_client().get("/runs").status_code == 200
+    fields = form_fields(html_of(client.get("/agents/bundles/run")))
+    assert client.post("/agents/bundles/run", data={**fields, "message": "Hi"}).status_code == 200
+
+
+def test_model_and_tool_text_is_escaped(client, bundles):
+    script = [{"content": "<script>alert('model')</script>"}]
+    panel = run_panel(html_of(post_run(client, message="<b>hello</b>", script=json.dumps(script))))
+    assert "<script>" not in panel and "<b>hello</b>" not in panel
+    assert "&lt;script&gt;" in panel and "&lt;b&gt;hello&lt;/b&gt;" in panel
+
+
+STOP_REASON_CASES = [
+    pytest.param({"max_rounds": 1}, None, "Round cap reached — forced answer without tools", id="forced answer"),
+    pytest.param({"max_rounds": 1, "on_round_cap": "message"}, None, "Stopped at the round cap", id="cap message"),
+    pytest.param(
+        {"tools": {"list_bundles": {"return_directly": True}}},
+        [{"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "user"}}]}],
+        "Returned directly",
+        id="return directly",
+    ),
+    pytest.param({"max_rounds": 0}, None, "Answered", id="tools off"),
+]
+
+
+@pytest.mark.parametrize(("changes", "script", "words"), STOP_REASON_CASES)
+def test_stop_reasons_read_in_words(client, changes, script, words):
+    agent = bundles_agent(**changes)
+    if script is not None:
+        agent["script"] = script
+    client.put("/api/agents/case", json=agent)
+    panel = run_panel(html_of(post_run(client, "case")))
+    assert f'<dd class="stop-reason">{words}</dd>' in panel
+
+
+def test_a_provider_error_reads_as_an_error_with_its_text(app, client, database):
+    from store import providers as provider_store
+
+    app.config["MODEL_ENVIRON"] = {}
+    provider_store.create_provider(
+        database, {"id": "remote", "label": "Remote", "base_url": "https://models.invalid/v1", "default_model": "m"}
+    )
+    client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
+    panel = run_panel(html_of(post_run(client, "remote_agent", message="Hello")))
+    assert '<dd class="stop-reason">Error: The environment variable &#34;OPENAI_API_KEY&#34;' in panel
+    assert 'role="alert"' in panel
+
+
+def test_the_canvas_layout_is_shown_as_a_tree(client):
+    client.put("/api/agents/canvas", json=CANVAS_AGENT)
+    response = post_run(client, "canvas", message=CANVAS_MESSAGE)
+    panel = run_panel(html_of(response))
+    assert "Canvas layout" in panel
+    tree = panel[panel.index('<ul class="layout-tree">') :]
+    assert tree.index("<code>hero</code>") < tree.index("<code>text</code>")
+
+
+def test_the_transcript_is_one_click_away(client, bundles):
+    panel = run_panel(html_of(post_run(client)))
+    transcript = re.search(r'<details class="transcript">(.*?)</details>', panel, re.S).group(1)
+    assert "Full transcript (" in transcript
+    assert transcript.count('<span class="role">tool</span>') == 4
+    assert "<code>call_1_2</code>" in transcript
+
+
+def test_permalink_renders_after_the_agent_is_edited_and_deleted(client, bundles):
+    post_run(client)
+    before = run_panel(html_of(client.get("/runs/1")))
+    agent = client.get("/api/agents/bundles").json
+    client.put("/api/agents/bundles", json={**agent, "label": "Renamed", "tools": {}})
+    client.delete("/api/agents/bundles")
+    response = client.get("/runs/1")
+    assert response.status_code == 200
+    assert run_panel(html_of(response)) == before
+    assert "has been deleted" in html_of(response)
+    assert "Run again</button>" not in html_of(response)
+
+
+def test_unknown_run_is_a_404(client):
+    assert client.get("/runs/42").status_code == 404
+    assert client.post("/runs/42/again").status_code == 404
+
+
+def test_run_again_repeats_message_and_overrides(client, bundles, database):
+    post_run(client, **{"tools-list_bundles-restrict_multiple_calls": None})
+    response = client.post("/runs/1/again")
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/runs/2"
+    first, second = run_store.get_run(database, 1), run_store.get_run(database, 2)
+    assert (second["message"], second["overrides"]) == (first["message"], first["overrides"])
+
+
+def test_run_again_after_the_agent_was_deleted_says_so(client, bundles, database):
+    post_run(client)
+    client.delete("/api/agents/bundles")
+    response = client.post("/runs/1/again", follow_redirects=True)
+    assert "no longer exists" in html_of(response)
+    assert database["runs"].count == 1
+
+
+def test_change_and_run_again_prefills_the_previous_run(client, bundles):
+    post_run(client, message="Once more", max_rounds="3")
+    fields = run_form(client, query="?from=1")
+    assert (fields["message"], fields["max_rounds"]) == ("Once more", "3")
+
+
+def test_history_lists_runs_newest_first_with_filters(client, bundles):
+    client.put("/api/agents/capped", json=bundles_agent(max_rounds=1))
+    post_run(client)
+    post_run(client, "capped")
+    html = html_of(client.get("/runs"))
+    assert html.index('href="/runs/2"') < html.index('href="/runs/1"')
+    only_bundles = html_of(client.get("/runs?agent=bundles"))
+    assert 'href="/runs/1"' in only_bundles and 'href="/runs/2"' not in only_bundles
+    capped = html_of(client.get("/runs?stop_reason=round_cap"))
+    assert 'href="/runs/2"' in capped and 'href="/runs/1"' not in capped
+    assert "No runs match this filter" in html_of(client.get("/runs?agent=nobody"))
+
+
+def test_history_is_paginated(client, bundles, database):
+    run = client.post("/api/agents/bundles/runs", json={"message": "Hi"}).json
+    for _ in range(run_store.PER_PAGE + 4):
+        run_store.save_run(database, {key: value for key, value in run.items() if key not in ("id", "created_at")})
+    first = html_of(client.get("/runs"))
+    assert "Page 1 of 2" in first and 'rel="next" href="/runs?page=2"' in first
+    second = html_of(client.get("/runs?page=2"))
+    assert second.count('<a href="/runs/') == 5
+    assert "Page 2 of 2" in html_of(client.get("/runs?page=99"))
+
+
+def test_history_of_nothing(client):
+    assert "No runs yet" in html_of(client.get("/runs"))

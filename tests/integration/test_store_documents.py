@@ -1,0 +1,75 @@
+"""store.documents: validation, writes, and the FTS5 index the engine searches staying in step."""
+
+import pytest
+
+from engine.tools.documents import SqliteDocumentStore
+from store import NotFound, ValidationError
+from store import documents as document_store
+
+
+@pytest.fixture
+def search(app):
+    return SqliteDocumentStore(app.config["DATABASE"]).search
+
+
+def test_create_get_list(database):
+    document_store.create_document(database, {"id": "faq", "title": " FAQ ", "body": "Line one\r\nLine two"})
+    document = document_store.get_document(database, "faq")
+    assert document["title"] == "FAQ" and document["body"] == "Line one\nLine two" and document["updated_at"]
+    assert document_store.list_documents(database) == [
+        {"id": "faq", "title": "FAQ", "updated_at": document["updated_at"], "length": 17}
+    ]
+
+
+def test_the_index_follows_create_update_delete(database, search):
+    document_store.create_document(database, {"id": "faq", "title": "FAQ", "body": "Kayaks float."})
+    assert [hit["id"] for hit in search("kayaks")] == ["faq"]
+    document_store.update_document(database, "faq", {"title": "FAQ", "body": "Canoes float."})
+    assert search("kayaks") == [] and [hit["id"] for hit in search("canoes")] == ["faq"]
+    document_store.delete_document(database, "faq")
+    assert search("canoes") == []
+
+
+@pytest.mark.parametrize(
+    ("data", "errors"),
+    [
+        ({"id": "Bad Id", "title": "T", "body": "B"}, {"id"}),
+        ({"id": "ok", "title": " ", "body": "B"}, {"title"}),
+        ({"id": "ok", "title": "T" * 201, "body": "B"}, {"title"}),
+        ({"id": "ok", "title": "T", "body": ""}, {"body"}),
+        ({"id": "ok", "title": "T", "body": "B", "author": "me"}, {"author"}),
+    ],
+)
+def test_bad_documents_are_refused(database, data, errors):
+    with pytest.raises(ValidationError) as raised:
+        document_store.create_document(database, data)
+    assert set(raised.value.errors) == errors
+    assert database["documents"].count == 0
+
+
+def test_an_id_in_use_is_refused(database):
+    document_store.create_document(database, {"id": "faq", "title": "FAQ", "body": "B"})
+    with pytest.raises(ValidationError, match="already used"):
+        document_store.create_document(database, {"id": "faq", "title": "Again", "body": "B"})
+
+
+def test_unknown_documents_raise_not_found(database):
+    with pytest.raises(NotFound):
+        document_store.get_document(database, "ghost")
+    with pytest.raises(NotFound):
+        document_store.update_document(database, "ghost", {"title": "T", "body": "B"})
+    with pytest.raises(NotFound):
+        document_store.delete_document(database, "ghost")
+
+
+def test_import_is_all_or_nothing_and_keeps_existing_unless_replace(database):
+    document_store.create_document(database, {"id": "a", "title": "A", "body": "old"})
+    with pytest.raises(ValidationError):
+        document_store.import_documents(database, [{"id": "b", "title": "B", "body": "b"}, {"id": "c", "title": ""}])
+    assert database["documents"].count == 1
+    assert document_store.import_documents(
+        database, [{"id": "a", "title": "A", "body": "new"}, {"id": "b", "title": "B", "body": "b"}]
+    ) == ["b"]
+    assert document_store.get_document(database, "a")["body"] == "old"
+    assert document_store.import_documents(database, [{"id": "a", "title": "A", "body": "new"}], replace=True) == ["a"]
+    assert document_store.get_document(database, "a")["body"] == "new"

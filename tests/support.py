@@ -1,0 +1,76 @@
+"""Helpers for the integration tests: what a browser posts for an agent, and reading a rendered form."""
+
+import html
+import json
+import re
+
+from engine.config import AGENT_DEFAULTS, TOOL_SETTING_DEFAULTS
+
+
+def agent_form_data(agent):
+    """What a browser posts for an agent's JSON form: tools-NAME-KEY fields, unticked boxes absent."""
+    agent = {**AGENT_DEFAULTS, **agent}
+    data = {
+        "label": agent["label"],
+        "id": agent.get("id", ""),
+        "description": agent["description"],
+        "system_prompt": agent["system_prompt"],
+        "provider": agent["provider"],
+        "model": agent["model"],
+        "parallel_tool_calls": {None: "", True: "true", False: "false"}.get(
+            agent["parallel_tool_calls"], agent["parallel_tool_calls"]
+        ),
+        "max_rounds": str(agent["max_rounds"]),
+        "on_round_cap": agent["on_round_cap"],
+        "max_rounds_message": agent["max_rounds_message"],
+        "script": agent["script"] if isinstance(agent["script"], str) else json.dumps(agent["script"]),
+        "revision": str(agent["revision"]),
+    }
+    for name, settings in agent["tools"].items():
+        settings = {**TOOL_SETTING_DEFAULTS, **settings}
+        prefix = f"tools-{name}-"
+        data[prefix + "enabled"] = "y"
+        for key, value in settings.items():
+            if isinstance(value, bool):
+                if value:
+                    data[prefix + key] = "y"
+            else:
+                data[prefix + key] = str(value)
+    return data
+
+
+class Page:
+    """Read a rendered form the way a browser would: an input's value, a textarea's text, a box's state, the
+    errors next to a field. Attribute order does not matter."""
+
+    def __init__(self, html):
+        self.html = html
+
+    def _tag(self, tag, name):
+        for match in re.finditer(rf"<{tag}\b[^>]*>", self.html):
+            if f'name="{name}"' in match.group(0):
+                return match
+        raise AssertionError(f"no <{tag} name={name!r}> in the page")
+
+    def value(self, name):
+        found = re.search(r'value="([^"]*)"', self._tag("input", name).group(0))
+        return html.unescape(found.group(1)) if found else ""
+
+    def checked(self, name):
+        return bool(re.search(r"\bchecked\b", self._tag("input", name).group(0)))
+
+    def has_field(self, name):
+        return f'name="{name}"' in self.html
+
+    def text(self, name):
+        start = self._tag("textarea", name).end()
+        end = self.html.index("</textarea>", start)
+        return html.unescape(self.html[start:end].removeprefix("\r\n").removeprefix("\n"))
+
+    def errors(self, field_id):
+        match = re.search(rf'<ul class="errors" id="{re.escape(field_id)}-errors">(.*?)</ul>', self.html, re.S)
+        return [html.unescape(item) for item in re.findall(r"<li>(.*?)</li>", match.group(1), re.S)] if match else []
+
+
+def page_of(response):
+    return Page(response.get_data(as_text=True))
