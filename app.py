@@ -7,7 +7,6 @@ from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
 import cli
-import cli_runs
 import db
 import migrations
 from blueprints import (
@@ -21,6 +20,7 @@ from blueprints import (
     register_template_helpers,
     runs,
 )
+from engine.tools import default_registry
 
 csrf = CSRFProtect()
 
@@ -42,7 +42,7 @@ def create_app(test_config=None, instance_path=None):
         DATABASE=os.path.join(app.instance_path, "toolgate.db"),
         MAX_CONTENT_LENGTH=4 * 1024 * 1024,
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
-        TOOL_REGISTRY=None,  # None: engine.tools.default_registry(); tests may inject their own
+        TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own
     )
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
@@ -54,6 +54,8 @@ def create_app(test_config=None, instance_path=None):
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(app.instance_path)
 
+    if app.config["TOOL_REGISTRY"] is None:
+        app.config["TOOL_REGISTRY"] = default_registry()  # a tool name clash fails here, at start-up
     db.init_app(app)
     connection = db.open_db(app.config["DATABASE"])
     try:
@@ -74,5 +76,4 @@ def create_app(test_config=None, instance_path=None):
     register_error_handlers(app)
     register_template_helpers(app)
     cli.register(app)
-    cli_runs.register(app)
     return app

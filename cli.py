@@ -1,7 +1,14 @@
 """Command-line interface: `flask --app app COMMAND`. The commands use the same store functions, and so the
-same validation, as the pages and the API."""
+same validation, as the pages and the API.
+
+`run-agent` takes the path the run page and the API take (running.execute_run), so the run is stored and shows
+up in the history; it prints each round, its calls and rejections, and the answer, or with --json the run as
+`POST /api/agents/<id>/runs` returns it.
+"""
 
 import json
+import sys
+from pathlib import Path
 
 import click
 from flask import current_app
@@ -9,11 +16,17 @@ from flask.cli import with_appcontext
 
 import demo
 import migrations
+import run_texts
+import running
 from blueprints import tool_registry
 from db import get_db
 from engine.config import AgentValidationError
-from store import NotFound, RevisionConflict
+from engine.tools.documents import load_corpus_files
+from store import NotFound, RevisionConflict, ValidationError
 from store import agents as agent_store
+from store import documents as document_store
+
+OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --json has all of it
 
 
 @click.command("init-db")
@@ -78,6 +91,121 @@ def import_agent_command(file, replace):
     click.echo(f'Imported the agent "{agent["id"]}" (revision {agent["revision"]}).')
 
 
+def _one_line(value, limit=None):
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_run(run):
+    """The run as text for a terminal: a header, each round with its calls, then the answer and the counts."""
+    agent = run.get("agent") or {}
+    lines = [
+        f"Run #{run['id']} of {run['agent_id']} (revision {agent.get('revision', '?')})",
+        f"Message: {run['message']}",
+    ]
+    if run.get("overrides"):
+        lines.append(f"Overrides: {_one_line(run['overrides'])}")
+    for round_ in run["rounds"]:
+        offered = ", ".join(round_["tools_offered"]) if round_["tools_offered"] else "no tools"
+        lines += ["", f"Round {round_['number']} — tools offered: {offered}"]
+        content = round_["assistant"]["content"]
+        lines.append(f"  The model said: {_one_line(content) if content else '(no text)'}")
+        rejected = sum(1 for call in round_["calls"] if call["status"] == "rejected")
+        if round_["calls"] and rejected == len(round_["calls"]):
+            lines.append(f"  All {rejected} call(s) rejected — nothing executed")
+        for call in round_["calls"]:
+            status = run_texts.status_text(call["status"]).upper()
+            reason = f" ({run_texts.reason_text(call['reason'])})" if call["reason"] else ""
+            lines.append(f"  [{status}] {call['id']} {call['name']} {_one_line(call['arguments'])}{reason}")
+            sent = call["output"] if call["status"] == "executed" else call["message"]
+            lines.append(f"      → {_one_line(sent or '', OUTPUT_PREVIEW)}")
+        if round_.get("reminder"):
+            lines.append(f"  Reminder sent: {round_['reminder']}")
+    lines.append("")
+    if run["stop_reason"] == "error":
+        lines.append(f"Error: {run.get('error')}")
+    else:
+        lines.append(f"Answer: {run['answer'] or ''}")
+    lines.append(
+        f"Stop reason: {run_texts.stop_reason_text(run)} · rounds used {run['rounds_used']} of {run['max_rounds']}"
+        f" · {run['tool_calls']} call(s) executed, {run['rejected_calls']} rejected · {run['duration_ms']:.1f} ms"
+    )
+    if run.get("sources"):
+        lines.append("Sources: " + "; ".join(f"{source['title']} ({source['id']})" for source in run["sources"]))
+    if run.get("layout"):
+        lines.append(f"Canvas layout: {_one_line(run['layout'])}")
+    for entry in run.get("log") or []:
+        lines.append(f"Log ({entry['level']}): {entry['message']}")
+    return "\n".join(lines)
+
+
+@click.command("run-agent")
+@with_appcontext
+@click.argument("agent_id")
+@click.argument("message")
+@click.option("--overrides", "overrides_text", default=None, help="Per-run overrides as a JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON, as the runs API returns it.")
+def run_agent_command(agent_id, message, overrides_text, as_json):
+    """Run an agent on MESSAGE, store the run, and print each round and the answer."""
+    overrides = None
+    if overrides_text is not None:
+        try:
+            overrides = json.loads(overrides_text)
+        except json.JSONDecodeError as error:
+            raise click.ClickException(f"--overrides is not valid JSON: {error}") from None
+    try:
+        run = running.execute_run(
+            get_db(),
+            current_app.config["DATABASE"],
+            agent_id,
+            message,
+            overrides,
+            registry=tool_registry(),
+            environ=current_app.config.get("MODEL_ENVIRON"),
+            http_client=current_app.config.get("MODEL_HTTP_CLIENT"),
+        )
+    except NotFound as error:
+        raise click.ClickException(str(error)) from None
+    except ValueError as error:
+        raise click.ClickException(f"Nothing was run: {error}") from None
+    click.echo(json.dumps(run, indent=2, ensure_ascii=False) if as_json else format_run(run))
+    if run["stop_reason"] == "error":
+        sys.exit(1)
+
+
+@click.command("import-documents")
+@with_appcontext
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Overwrite documents whose id already exists.")
+def import_documents_command(folder, replace):
+    """Import the .md and .txt files of FOLDER as documents: the id is the file name without its extension, the
+    title the first line. All files are imported, or none (a bad file is named)."""
+    documents = load_corpus_files(folder)
+    if not documents:
+        raise click.ClickException(f"{folder} has no non-empty .md or .txt file.")
+    for document in documents:
+        try:
+            document_store.validate_document(document)
+        except ValidationError as error:
+            raise click.ClickException(
+                f'The file "{document["id"]}" cannot be imported ({error}); nothing was imported.'
+            ) from None
+    written = document_store.import_documents(get_db(), documents, replace=replace)
+    skipped = len(documents) - len(written)
+    click.echo(
+        f"Imported {len(written)} document(s) from {folder}"
+        + (f"; kept {skipped} existing (use --replace to overwrite)." if skipped else ".")
+    )
+
+
 def register(app):
-    for command in (init_db_command, load_demo_command, export_agent_command, import_agent_command):
+    for command in (
+        init_db_command,
+        load_demo_command,
+        export_agent_command,
+        import_agent_command,
+        run_agent_command,
+        import_documents_command,
+    ):
         app.cli.add_command(command)

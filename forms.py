@@ -1,8 +1,10 @@
-"""Flask-WTF forms for agents and provider connections.
+"""Flask-WTF forms: agents, the run page, provider connections, documents, and the delete buttons' token.
 
 The forms only turn posted strings into the JSON form (numbers, booleans, the parsed script) and back. Whether
 the values are acceptable is decided in one place, engine.config.validate_agent (through store.agents), whose
 errors `apply_errors` puts next to the fields they name — the same rules for the pages, the API and the CLI.
+The run form checks nothing either: engine.config decides when the run starts. The overrides recorded with a
+run are only the fields that differ from the stored agent, so a run's page shows what was changed for it.
 """
 
 import json
@@ -22,7 +24,16 @@ from wtforms import (
 from wtforms.validators import ValidationError
 from wtforms.widgets import NumberInput
 
-from engine.config import AGENT_DEFAULTS, MAX_CALLS_PER_RUN_LIMIT, MAX_ROUNDS_LIMIT, TOOL_SETTING_DEFAULTS
+from engine.config import (
+    AGENT_DEFAULTS,
+    ID_MAX,
+    MAX_CALLS_PER_RUN_LIMIT,
+    MAX_ROUNDS_LIMIT,
+    MESSAGE_MAX,
+    SCRIPTED_PROVIDER,
+    TOOL_SETTING_DEFAULTS,
+    apply_overrides,
+)
 
 ON_ROUND_CAP_CHOICES = [
     SelectChoice("final_answer", "Force a final answer (one more request without tools)"),
@@ -30,7 +41,6 @@ ON_ROUND_CAP_CHOICES = [
 ]
 PARALLEL_TOOL_CALLS_CHOICES = [SelectChoice("", "Provider default"), SelectChoice("true"), SelectChoice("false")]
 PARALLEL_TOOL_CALLS_VALUES = {"": None, "true": True, "false": False}
-MACHINE_NAME_MAX = 64
 
 
 def machine_name(label):
@@ -38,7 +48,7 @@ def machine_name(label):
     name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
     if name and not name[0].isalpha():
         name = f"agent_{name}"
-    return name[:MACHINE_NAME_MAX].rstrip("_")
+    return name[:ID_MAX].rstrip("_")
 
 
 def _text(value):
@@ -50,6 +60,16 @@ def _whole_number(value):
     """The posted text as an int when it is one; otherwise the text itself, so validation names the field."""
     text = (value or "").strip()
     return int(text) if re.fullmatch(r"-?\d{1,9}", text) else text
+
+
+def _parse_script(text):
+    """The script textarea as JSON (empty is `[]`); a ValidationError says where it is not JSON."""
+    try:
+        return json.loads((text or "").strip() or "[]")
+    except json.JSONDecodeError as error:
+        raise ValidationError(
+            f"Script is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+        ) from None
 
 
 class ToolSettingsForm(Form):
@@ -76,6 +96,30 @@ class ToolSettingsForm(Form):
         }
 
 
+def _tools_field(tool_names):
+    """One ToolSettingsForm per tool, as a sub-form whose fields are named tools-NAME-KEY."""
+    tools_form = type("ToolsForm", (Form,), {name: FormField(ToolSettingsForm, label=name) for name in tool_names})
+    return FormField(tools_form)
+
+
+def _tool_error_field(form, parts):
+    """The field of a tool's error key split on its dots (tools, NAME[, KEY]): the setting, else the checkbox."""
+    if len(parts) < 2 or parts[1] not in form.tool_names:
+        return None
+    tool_form = form.tools[parts[1]].form
+    return tool_form[parts[2]] if len(parts) == 3 and parts[2] in tool_form else tool_form.enabled
+
+
+def _tools_form_data(agent, tool_names):
+    """Each tool's checkbox and settings as form data: ticked with its settings when the agent enables it."""
+    tools = {}
+    for name in tool_names:
+        settings = agent["tools"].get(name)
+        tools[name] = {**TOOL_SETTING_DEFAULTS, **(settings or {}), "enabled": settings is not None}
+        tools[name]["max_calls_per_run"] = str(tools[name]["max_calls_per_run"])
+    return tools
+
+
 class AgentForm(FlaskForm):
     label = StringField("Label")
     id = StringField("Machine name")
@@ -93,13 +137,7 @@ class AgentForm(FlaskForm):
     tool_names = ()  # set by agent_form()
 
     def validate_script(self, field):
-        text = (field.data or "").strip() or "[]"
-        try:
-            self.script_value = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValidationError(
-                f"Script is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
-            ) from None
+        self.script_value = _parse_script(field.data)
 
     def validate_revision(self, field):
         if not re.fullmatch(r"\d{1,9}", (field.data or "").strip()):
@@ -133,9 +171,8 @@ class AgentForm(FlaskForm):
     def field_for(self, key):
         """The field an engine.config error key ("label", "tools.NAME.KEY") belongs next to, or None."""
         parts = key.split(".")
-        if parts[0] == "tools" and len(parts) >= 2 and parts[1] in self.tool_names:
-            tool_form = self.tools[parts[1]].form
-            return tool_form[parts[2]] if len(parts) == 3 and parts[2] in tool_form else tool_form.enabled
+        if parts[0] == "tools":
+            return _tool_error_field(self, parts)
         if len(parts) == 1 and parts[0] in self and parts[0] not in ("tools", "csrf_token", "revision"):
             return self[parts[0]]
         return None
@@ -143,8 +180,7 @@ class AgentForm(FlaskForm):
 
 def agent_form_class(tool_names):
     """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY)."""
-    tools_form = type("ToolsForm", (Form,), {name: FormField(ToolSettingsForm, label=name) for name in tool_names})
-    return type("BoundAgentForm", (AgentForm,), {"tools": FormField(tools_form), "tool_names": tuple(tool_names)})
+    return type("BoundAgentForm", (AgentForm,), {"tools": _tools_field(tool_names), "tool_names": tuple(tool_names)})
 
 
 def agent_form(tool_names, provider_choices, agent=None, **kwargs):
@@ -164,11 +200,6 @@ def agent_form(tool_names, provider_choices, agent=None, **kwargs):
 def agent_to_form_data(agent, tool_names):
     """An agent's JSON form as the form's data, for editing."""
     agent = {**AGENT_DEFAULTS, **agent}
-    tools = {}
-    for name in tool_names:
-        settings = agent["tools"].get(name)
-        tools[name] = {**TOOL_SETTING_DEFAULTS, **(settings or {}), "enabled": settings is not None}
-        tools[name]["max_calls_per_run"] = str(tools[name]["max_calls_per_run"])
     parallel = {None: "", True: "true", False: "false"}.get(agent["parallel_tool_calls"], "")
     return {
         "label": agent["label"],
@@ -183,7 +214,97 @@ def agent_to_form_data(agent, tool_names):
         "max_rounds_message": agent["max_rounds_message"],
         "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
         "revision": str(agent["revision"]),
-        "tools": tools,
+        "tools": _tools_form_data(agent, tool_names),
+    }
+
+
+class RunForm(FlaskForm):
+    message = TextAreaField("Message", render_kw={"rows": 3, "maxlength": MESSAGE_MAX})
+    max_rounds = StringField("Round cap", widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT))
+    on_round_cap = SelectField("At the round cap", choices=ON_ROUND_CAP_CHOICES, validate_choice=False)
+    script = TextAreaField("Script (JSON)", render_kw={"rows": 12, "spellcheck": "false"})
+
+    tool_names = ()  # set by run_form_class()
+    scripted = False
+
+    def validate_message(self, field):
+        if not (field.data or "").strip():
+            raise ValidationError("Message is required.")
+
+    def validate_script(self, field):
+        if self.scripted:
+            self.script_value = _parse_script(field.data)
+
+    def run_message(self):
+        return _text(self.message.data)
+
+    def overrides(self, agent):
+        """The posted settings that differ from the stored agent, as run overrides (SPEC §3)."""
+        overrides = {}
+        max_rounds = _whole_number(self.max_rounds.data)
+        if max_rounds != agent["max_rounds"]:
+            overrides["max_rounds"] = max_rounds
+        if self.on_round_cap.data != agent["on_round_cap"]:
+            overrides["on_round_cap"] = self.on_round_cap.data
+        if self.scripted:
+            script = getattr(self, "script_value", agent["script"])
+            if script != agent["script"]:
+                overrides["script"] = script
+        tools = {}
+        for name in self.tool_names:
+            tool_form = self.tools[name]
+            stored = agent["tools"].get(name)
+            if not tool_form.enabled.data:
+                if stored is not None:
+                    tools[name] = None
+                continue
+            baseline = stored if stored is not None else TOOL_SETTING_DEFAULTS
+            changed = {key: value for key, value in tool_form.settings().items() if value != baseline.get(key)}
+            if changed or stored is None:
+                tools[name] = changed
+        if tools:
+            overrides["tools"] = tools
+        return overrides
+
+    def field_for(self, key):
+        """The field an engine error key ("max_rounds", "tools.NAME.KEY", "message") belongs next to."""
+        parts = key.removeprefix("overrides.").split(".")
+        if parts[0] == "tools":
+            return _tool_error_field(self, parts)
+        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script"):
+            return self[parts[0]]
+        return None
+
+
+def run_form_class(tool_names, scripted):
+    """A RunForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY)."""
+    attributes = {"tools": _tools_field(tool_names), "tool_names": tuple(tool_names), "scripted": scripted}
+    return type("BoundRunForm", (RunForm,), attributes)
+
+
+def run_form(agent, tool_names, message="", overrides=None, **kwargs):
+    """The run form for a stored agent: bound to the request's POST data, else prefilled from the agent (with a
+    previous run's message and overrides applied when given)."""
+    scripted = agent["provider"] == SCRIPTED_PROVIDER
+    names = [name for name in agent["tools"]] + [name for name in tool_names if name not in agent["tools"]]
+    form_class = run_form_class(names, scripted)
+    prefill = agent
+    if overrides:
+        try:
+            prefill = apply_overrides(agent, overrides)
+        except ValueError:
+            prefill = agent
+    kwargs.setdefault("data", _run_form_data(prefill, names, message))
+    return form_class(**kwargs)
+
+
+def _run_form_data(agent, tool_names, message):
+    return {
+        "message": message,
+        "max_rounds": str(agent["max_rounds"]),
+        "on_round_cap": agent["on_round_cap"],
+        "script": json.dumps(agent.get("script", []), indent=2, ensure_ascii=False),
+        "tools": _tools_form_data(agent, tool_names),
     }
 
 
@@ -214,8 +335,20 @@ class ProviderForm(FlaskForm):
         return self[key] if key in self and key != "csrf_token" else None
 
 
+class DocumentForm(FlaskForm):
+    title = StringField("Title")
+    id = StringField("Document id")
+    body = TextAreaField("Body", render_kw={"rows": 16})
+
+    def document_data(self, doc_id):
+        return {"id": doc_id, "title": (self.title.data or "").strip(), "body": self.body.data or ""}
+
+    def field_for(self, key):
+        return self[key] if key in ("id", "title", "body") else None
+
+
 class DeleteForm(FlaskForm):
-    """No fields: gives a delete button its CSRF token."""
+    """No fields: gives a button that only posts (Delete, Run again) its CSRF token."""
 
 
 def apply_errors(form, errors):

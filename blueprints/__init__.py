@@ -1,22 +1,75 @@
 """One module per area: parse the request, call store/ and engine/, render a template or JSON.
 
-Shared here: the tool registry the app uses, the error pages (JSON under /api/), and template helpers.
+Shared here: the tool registry the app uses, the error pages (JSON under /api/), template helpers, and the
+steps the pages repeat: load a row or answer 404, save a posted form, Post/Redirect/Get, the delete
+confirmation, the history lists' query string.
 """
 
 import logging
 
-from flask import current_app, jsonify, render_template, request
+from flask import abort, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from engine.tools import default_registry
+from forms import DeleteForm, apply_errors
+from store import NotFound, ValidationError
 
 logger = logging.getLogger("toolgate")
 
 
 def tool_registry():
-    """The app's tool registry: TOOL_REGISTRY from the config (tests inject one), else the default."""
-    return current_app.config.get("TOOL_REGISTRY") or default_registry()
+    """The app's tool registry, built in create_app (tests inject their own)."""
+    return current_app.config["TOOL_REGISTRY"]
+
+
+def get_or_404(load, db, key):
+    """`load(db, key)`, a store function that raises NotFound, or the 404 page."""
+    try:
+        return load(db, key)
+    except NotFound:
+        abort(404)
+
+
+def done(message, endpoint, **values):
+    """Post/Redirect/Get: flash what was done, then 303 to the page that shows it."""
+    flash(message)
+    return redirect(url_for(endpoint, **values), 303)
+
+
+def save_posted(form, save, *args):
+    """A create or edit form's POST: the form's own checks, then `save(*args)`, a store function whose
+    ValidationError is put beside the fields. Returns (the saved row, no messages), or (None, the messages that
+    belong to no field) for the form to be shown again; a 404 if the row was deleted meanwhile."""
+    form.validate()
+    try:
+        return save(*args), []
+    except ValidationError as error:
+        return None, apply_errors(form, error.errors)
+    except NotFound:
+        abort(404)
+
+
+def confirm_delete(template, delete, message, endpoint, **context):
+    """A delete page: GET asks for confirmation; a POST with the form's token calls `delete()`, then goes on to
+    `endpoint` saying `message`."""
+    form = DeleteForm()
+    if form.validate_on_submit():
+        try:
+            delete()
+        except NotFound:
+            abort(404)
+        return done(message, endpoint)
+    return render_template(template, form=form, **context)
+
+
+def list_filters(name, choices):
+    """A history list's query string: ?agent=, ?NAME= (one of `choices`; anything else filters nothing) and
+    ?page=, as (agent id or None, choice or None, page number)."""
+    agent_id = request.args.get("agent", "").strip() or None
+    choice = request.args.get(name, "").strip() or None
+    if choice not in choices:
+        choice = None
+    return agent_id, choice, request.args.get("page", 1, type=int)
 
 
 def _is_api_request():

@@ -6,25 +6,18 @@ field when "Restrict to one call per response" is ticked, and the machine name d
 
 import json
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, render_template, request
 
 import forms
-from blueprints import tool_registry
+from blueprints import confirm_delete, done, get_or_404, tool_registry
 from db import get_db
 from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, AgentValidationError
-from store import NotFound, RevisionConflict
+from store import RevisionConflict
 from store import agents as agent_store
 from store import providers as provider_store
 
 bp = Blueprint("agents", __name__)
-
-
-def _agent_or_404(db, agent_id):
-    try:
-        return agent_store.get_agent(db, agent_id)
-    except NotFound:
-        abort(404)
 
 
 def _provider_choices(db):
@@ -85,8 +78,7 @@ def new_agent():
     agent_id = (form.id.data or "").strip() or forms.machine_name(form.label.data or "")
     agent, errors, _conflict = _submit(db, form, agent_id, create=True)
     if agent:
-        flash(f'Created the agent "{agent["label"]}".')
-        return redirect(url_for("agents.view_agent", agent_id=agent["id"]), 303)
+        return done(f'Created the agent "{agent["label"]}".', "agents.view_agent", agent_id=agent["id"])
     return _render_form(form, status=400, form_errors=forms.apply_errors(form, errors))
 
 
@@ -107,7 +99,7 @@ def machine_name_field():
 
 @bp.get("/agents/<agent_id>")
 def view_agent(agent_id):
-    agent = _agent_or_404(get_db(), agent_id)
+    agent = get_or_404(agent_store.get_agent, get_db(), agent_id)
     return render_template(
         "agents/view.html",
         agent=agent,
@@ -121,14 +113,14 @@ def view_agent(agent_id):
 @bp.route("/agents/<agent_id>/edit", methods=["GET", "POST"])
 def edit_agent(agent_id):
     db = get_db()
-    agent = _agent_or_404(db, agent_id)
+    agent = get_or_404(agent_store.get_agent, db, agent_id)
     if request.method == "GET":
         return _render_form(_agent_form(db, agent=agent), agent=agent)
     form = _agent_form(db)
     saved, errors, conflict = _submit(db, form, agent_id, create=False)
     if saved:
-        flash(f'Saved the agent "{saved["label"]}" (revision {saved["revision"]}).')
-        return redirect(url_for("agents.view_agent", agent_id=agent_id), 303)
+        message = f'Saved the agent "{saved["label"]}" (revision {saved["revision"]}).'
+        return done(message, "agents.view_agent", agent_id=agent_id)
     if conflict:
         # Keep the user's input; the next save, made knowing this, goes over the current revision.
         form.revision.data = str(conflict.current_revision)
@@ -139,16 +131,14 @@ def edit_agent(agent_id):
 @bp.route("/agents/<agent_id>/delete", methods=["GET", "POST"])
 def delete_agent(agent_id):
     db = get_db()
-    agent = _agent_or_404(db, agent_id)
-    form = forms.DeleteForm()
-    if form.validate_on_submit():
-        try:
-            agent_store.delete_agent(db, agent_id)
-        except NotFound:
-            abort(404)
-        flash(f'Deleted the agent "{agent["label"]}".')
-        return redirect(url_for("agents.list_agents"), 303)
-    return render_template("agents/delete.html", agent=agent, form=form)
+    agent = get_or_404(agent_store.get_agent, db, agent_id)
+    return confirm_delete(
+        "agents/delete.html",
+        lambda: agent_store.delete_agent(db, agent_id),
+        f'Deleted the agent "{agent["label"]}".',
+        "agents.list_agents",
+        agent=agent,
+    )
 
 
 @bp.get("/agents/tool-settings/<tool_name>/error-message")

@@ -89,10 +89,10 @@ def list_runs():
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         return _error(400, f"stop_reason: must be one of {', '.join(STOP_REASONS)}", "stop_reason")
     page = request.args.get("page", 1, type=int)
-    runs, total, pages = run_store.list_runs(
-        get_db(), agent_id=request.args.get("agent") or None, stop_reason=stop_reason, page=page
+    runs, total, page, pages = run_store.list_runs(
+        get_db(), agent_id=request.args.get("agent"), stop_reason=stop_reason, page=page
     )
-    return jsonify({"runs": runs, "total": total, "page": min(max(1, page), pages), "pages": pages})
+    return jsonify({"runs": runs, "total": total, "page": page, "pages": pages})
 
 
 @bp.post("/agents/<agent_id>/gate")

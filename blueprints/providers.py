@@ -1,22 +1,16 @@
 """Provider connections (SPEC §7): any OpenAI-compatible server. The API key is read from the environment
 variable a connection names; it is never stored nor shown, the page only says whether the variable is set."""
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, abort, render_template, request
 
 import forms
+from blueprints import done, get_or_404, save_posted
 from db import get_db
 from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import providers as provider_store
 
 bp = Blueprint("providers", __name__)
-
-
-def _provider_or_404(db, provider_id):
-    try:
-        return provider_store.get_provider(db, provider_id)
-    except NotFound:
-        abort(404)
 
 
 @bp.get("/providers")
@@ -33,43 +27,37 @@ def _render_form(form, provider=None, status=200, form_errors=()):
 
 @bp.route("/providers/new", methods=["GET", "POST"])
 def new_provider():
-    db = get_db()
     form = forms.ProviderForm()
     if request.method == "GET":
         return _render_form(form)
-    form.validate()
     provider_id = (form.id.data or "").strip() or forms.machine_name(form.label.data or "")
-    try:
-        provider = provider_store.create_provider(db, form.provider_data(provider_id))
-    except ValidationError as error:
-        return _render_form(form, status=400, form_errors=forms.apply_errors(form, error.errors))
-    flash(f'Created the provider connection "{provider["label"]}".')
-    return redirect(url_for("providers.list_providers"), 303)
+    provider, form_errors = save_posted(form, provider_store.create_provider, get_db(), form.provider_data(provider_id))
+    if provider is None:
+        return _render_form(form, status=400, form_errors=form_errors)
+    return done(f'Created the provider connection "{provider["label"]}".', "providers.list_providers")
 
 
 @bp.route("/providers/<provider_id>/edit", methods=["GET", "POST"])
 def edit_provider(provider_id):
     db = get_db()
-    provider = _provider_or_404(db, provider_id)
+    provider = get_or_404(provider_store.get_provider, db, provider_id)
     if request.method == "GET":
         form = forms.ProviderForm(data={**provider, "timeout": f"{provider['timeout']:g}"})
         return _render_form(form, provider=provider)
     form = forms.ProviderForm()
-    form.validate()
-    try:
-        saved = provider_store.update_provider(db, provider_id, form.provider_data(provider_id))
-    except ValidationError as error:
-        return _render_form(form, provider=provider, status=400, form_errors=forms.apply_errors(form, error.errors))
-    except NotFound:
-        abort(404)
-    flash(f'Saved the provider connection "{saved["label"]}".')
-    return redirect(url_for("providers.list_providers"), 303)
+    data = form.provider_data(provider_id)
+    saved, form_errors = save_posted(form, provider_store.update_provider, db, provider_id, data)
+    if saved is None:
+        return _render_form(form, provider=provider, status=400, form_errors=form_errors)
+    return done(f'Saved the provider connection "{saved["label"]}".', "providers.list_providers")
 
 
 @bp.route("/providers/<provider_id>/delete", methods=["GET", "POST"])
 def delete_provider(provider_id):
+    """Like the other delete pages (blueprints.confirm_delete), except that a connection some agent uses cannot be
+    deleted: the page names the agents, and a POST answers 409."""
     db = get_db()
-    provider = _provider_or_404(db, provider_id)
+    provider = get_or_404(provider_store.get_provider, db, provider_id)
     form = forms.DeleteForm()
     users = agent_store.agents_using_provider(db, provider_id)
     if form.validate_on_submit() and not users:
@@ -77,7 +65,6 @@ def delete_provider(provider_id):
             provider_store.delete_provider(db, provider_id)
         except (NotFound, ValidationError):
             abort(409)
-        flash(f'Deleted the provider connection "{provider["label"]}".')
-        return redirect(url_for("providers.list_providers"), 303)
+        return done(f'Deleted the provider connection "{provider["label"]}".', "providers.list_providers")
     status = 409 if request.method == "POST" else 200
     return render_template("providers/delete.html", provider=provider, form=form, users=users), status

@@ -11,12 +11,11 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 
 import run_texts
 import running
-from blueprints import tool_registry
+from blueprints import get_or_404, list_filters, tool_registry
 from db import get_db
 from engine import STOP_REASONS, AgentValidationError
 from engine import texts as engine_texts
-from forms import DeleteForm, apply_errors
-from runs_forms import run_form
+from forms import DeleteForm, apply_errors, run_form
 from store import NotFound
 from store import agents as agent_store
 from store import runs as run_store
@@ -47,20 +46,6 @@ def run_text_helpers():
     }
 
 
-def _agent_or_404(db, agent_id):
-    try:
-        return agent_store.get_agent(db, agent_id)
-    except NotFound:
-        abort(404)
-
-
-def _run_or_404(db, run_id):
-    try:
-        return run_store.get_run(db, run_id)
-    except NotFound:
-        abort(404)
-
-
 def run_options():
     """What a run needs from the app's config besides the database (tests inject a registry or a client)."""
     return {
@@ -74,31 +59,31 @@ def _is_htmx():
     return request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
 
 
+def _run_form_context(agent, form, form_errors):
+    """What runs/_run_form.html needs, within the run page or alone for htmx."""
+    return {
+        "agent": agent,
+        "form": form,
+        "form_errors": form_errors,
+        "tool_descriptions": {tool.name: tool.description for tool in tool_registry()},
+        "default_restricted_message": engine_texts.RESTRICTED_REPEAT,
+    }
+
+
 def _render_run_page(agent, form, run=None, status=200, form_errors=()):
-    return (
-        render_template(
-            "runs/run.html",
-            agent=agent,
-            form=form,
-            run=run,
-            form_errors=form_errors,
-            tool_descriptions={tool.name: tool.description for tool in tool_registry()},
-            default_restricted_message=engine_texts.RESTRICTED_REPEAT,
-        ),
-        status,
-    )
+    return render_template("runs/run.html", run=run, **_run_form_context(agent, form, form_errors)), status
 
 
 @bp.route("/agents/<agent_id>/run", methods=["GET", "POST"])
 def run_agent_page(agent_id):
     db = get_db()
-    agent = _agent_or_404(db, agent_id)
+    agent = get_or_404(agent_store.get_agent, db, agent_id)
     names = tool_registry().names()
     if request.method == "GET":
         message, overrides = "", None
         previous_id = request.args.get("from", type=int)
         if previous_id is not None:
-            previous = _run_or_404(db, previous_id)
+            previous = get_or_404(run_store.get_run, db, previous_id)
             if previous["agent_id"] == agent_id:
                 message, overrides = previous["message"], previous["overrides"]
         return _render_run_page(agent, run_form(agent, names, message=message, overrides=overrides))
@@ -119,14 +104,7 @@ def run_agent_page(agent_id):
     if run is None:
         if _is_htmx():
             response = current_app.make_response(
-                render_template(
-                    "runs/_run_form.html",
-                    agent=agent,
-                    form=form,
-                    form_errors=form_errors,
-                    tool_descriptions={tool.name: tool.description for tool in tool_registry()},
-                    default_restricted_message=engine_texts.RESTRICTED_REPEAT,
-                )
+                render_template("runs/_run_form.html", **_run_form_context(agent, form, form_errors))
             )
             # The errors belong next to the fields: swap the form, not the run panel.
             response.headers["HX-Retarget"] = "#run-form"
@@ -141,18 +119,14 @@ def run_agent_page(agent_id):
 @bp.get("/runs")
 def list_runs():
     db = get_db()
-    agent_id = request.args.get("agent", "").strip() or None
-    stop_reason = request.args.get("stop_reason", "").strip() or None
-    if stop_reason is not None and stop_reason not in STOP_REASONS:
-        stop_reason = None
-    page = request.args.get("page", 1, type=int)
-    runs, total, pages = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, page=page)
+    agent_id, stop_reason, page = list_filters("stop_reason", STOP_REASONS)
+    runs, total, page, pages = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, page=page)
     return render_template(
         "runs/list.html",
         runs=runs,
         total=total,
+        page=page,
         pages=pages,
-        page=min(max(1, page), pages),
         agent_id=agent_id,
         stop_reason=stop_reason,
         agent_ids=run_store.run_agent_ids(db),
@@ -163,7 +137,7 @@ def list_runs():
 @bp.get("/runs/<int:run_id>")
 def show_run(run_id):
     db = get_db()
-    run = _run_or_404(db, run_id)
+    run = get_or_404(run_store.get_run, db, run_id)
     return render_template(
         "runs/show.html",
         run=run,
@@ -176,7 +150,7 @@ def show_run(run_id):
 def run_again(run_id):
     """Run again with the same message and overrides, against the agent as it is stored now."""
     db = get_db()
-    previous = _run_or_404(db, run_id)
+    previous = get_or_404(run_store.get_run, db, run_id)
     form = DeleteForm()
     if not form.validate_on_submit():
         abort(400)
@@ -184,8 +158,8 @@ def run_again(run_id):
         run = running.repeat_run(db, current_app.config["DATABASE"], run_id, **run_options())
     except NotFound:
         flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
-        return redirect(url_for("runs.show_run", run_id=run_id), 303)
     except ValueError as error:
         flash(f"This run cannot be repeated with the agent as it is now: {error}", "error")
-        return redirect(url_for("runs.show_run", run_id=run_id), 303)
-    return redirect(url_for("runs.show_run", run_id=run["id"]), 303)
+    else:
+        return redirect(url_for("runs.show_run", run_id=run["id"]), 303)
+    return redirect(url_for("runs.show_run", run_id=run_id), 303)

@@ -7,10 +7,15 @@ version needs no migration when a setting is added.
 
 import copy
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
-AGENT_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+ID_MAX = 64
+ID_PATTERN = re.compile(rf"^[a-z][a-z0-9_]{{0,{ID_MAX - 1}}}$")
+ID_RULE = (
+    "must start with a lowercase letter and contain only lowercase letters, digits and underscores "
+    f"(at most {ID_MAX} characters)"
+)
 ON_ROUND_CAP_CHOICES = ("final_answer", "message")
 SCRIPTED_PROVIDER = "scripted"
 MAX_ROUNDS_LIMIT = 100
@@ -91,18 +96,19 @@ class AgentConfig:
     def settings_for(self, tool_name):
         return self.tools.get(tool_name, ToolSettings())
 
-    def to_dict(self):
-        data = asdict(self)
-        data["tools"] = {name: asdict(settings) for name, settings in self.tools.items()}
-        data["script"] = copy.deepcopy(list(self.script))
-        return data
-
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_text(errors, data, name, maximum, required=False, error_key=None):
+def is_valid_id(value):
+    """An agent's id, and a provider connection's (which agents name as their `provider`)."""
+    return isinstance(value, str) and ID_PATTERN.match(value) is not None
+
+
+def check_text(errors, data, name, maximum, required=False, error_key=None):
+    """Put a message in `errors` if data[name] is not a string of at most `maximum` characters (not blank if
+    `required`). Storage checks its own text fields with it too."""
     value = data.get(name)
     error_key = error_key or name
     if not isinstance(value, str):
@@ -135,7 +141,7 @@ def _check_tool_settings(errors, tool_name, settings, known_tools):
         if not isinstance(settings[key], bool):
             errors[f"{prefix}.{key}"] = "must be true or false"
     for key in ("multiple_call_error_message", "description_override"):
-        _check_text(errors, settings, key, DESCRIPTION_MAX, error_key=f"{prefix}.{key}")
+        check_text(errors, settings, key, DESCRIPTION_MAX, error_key=f"{prefix}.{key}")
     _check_int(errors, f"{prefix}.max_calls_per_run", settings["max_calls_per_run"], 0, MAX_CALLS_PER_RUN_LIMIT)
 
 
@@ -198,20 +204,16 @@ def validate_agent(data, known_tools=None):
     for key in agent:
         if key not in AGENT_DEFAULTS and key != "id":
             errors[key] = "is not an agent field"
-    agent_id = agent.get("id")
-    if not isinstance(agent_id, str) or not AGENT_ID_PATTERN.match(agent_id):
-        errors["id"] = (
-            "must start with a lowercase letter and contain only lowercase letters, digits and underscores "
-            "(at most 64 characters)"
-        )
-    _check_text(errors, agent, "label", LABEL_MAX, required=True)
-    _check_text(errors, agent, "description", DESCRIPTION_MAX)
-    _check_text(errors, agent, "system_prompt", SYSTEM_PROMPT_MAX)
-    _check_text(errors, agent, "model", LABEL_MAX)
-    _check_text(errors, agent, "max_rounds_message", DESCRIPTION_MAX)
+    if not is_valid_id(agent.get("id")):
+        errors["id"] = ID_RULE
+    check_text(errors, agent, "label", LABEL_MAX, required=True)
+    check_text(errors, agent, "description", DESCRIPTION_MAX)
+    check_text(errors, agent, "system_prompt", SYSTEM_PROMPT_MAX)
+    check_text(errors, agent, "model", LABEL_MAX)
+    check_text(errors, agent, "max_rounds_message", DESCRIPTION_MAX)
     if isinstance(agent.get("system_prompt"), str):
         agent["system_prompt"] = agent["system_prompt"].replace("\r\n", "\n")
-    if not isinstance(agent["provider"], str) or not AGENT_ID_PATTERN.match(agent["provider"]):
+    if not is_valid_id(agent["provider"]):
         errors["provider"] = '"scripted" or the id of a provider connection'
     _check_int(errors, "max_rounds", agent["max_rounds"], 0, MAX_ROUNDS_LIMIT)
     if agent["on_round_cap"] not in ON_ROUND_CAP_CHOICES:

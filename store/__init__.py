@@ -4,7 +4,10 @@ Every function takes the sqlite-utils Database as its first argument (`db.get_db
 `db.open_db(path)` elsewhere).
 """
 
+import math
 from datetime import UTC, datetime
+
+from sqlite_utils.db import NotFoundError
 
 
 class NotFound(LookupError):
@@ -36,3 +39,31 @@ class ValidationError(ValueError):
 
 def now():
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def get_row(table, row_id, message):
+    """The row with that id as a dict; raises NotFound(message) when there is none."""
+    try:
+        return table.get(row_id)
+    except NotFoundError:
+        raise NotFound(message) from None
+
+
+def row_exists(table, row_id):
+    return table.count_where("id = ?", [row_id]) > 0
+
+
+def page_of_rows(table, filters, page, per_page, order_by, select="*"):
+    """One page of the rows whose columns equal `filters` ({column: value}; an empty value filters nothing):
+    (rows, total count, page number, page count). A page out of range becomes the first or the last. The column
+    names go into the SQL: they come from the code, never from the request."""
+    filters = {column: value for column, value in filters.items() if value}
+    where = " AND ".join(f"{column} = ?" for column in filters) or None
+    parameters = list(filters.values())
+    total = table.count_where(where, parameters) if where else table.count
+    pages = max(1, math.ceil(total / per_page))
+    page = min(max(1, page), pages)
+    rows = table.rows_where(
+        where, parameters, select=select, order_by=order_by, limit=per_page, offset=(page - 1) * per_page
+    )
+    return [dict(row) for row in rows], total, page, pages

@@ -7,7 +7,7 @@ import sqlite3
 
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, AgentValidationError, fill_defaults, validate_agent
 
-from . import NotFound, RevisionConflict, now
+from . import NotFound, RevisionConflict, get_row, now, row_exists
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
 RESERVED_IDS = ("new",)  # /agents/new is the create page
@@ -28,10 +28,8 @@ def _tool_rows(db, agent_id):
 
 def get_agent(db, agent_id):
     """The stored agent's JSON form, every default filled in. Raises NotFound."""
-    rows = list(db["agents"].rows_where("id = ?", [agent_id]))
-    if not rows:
-        raise NotFound(f'No agent with id "{agent_id}".')
-    return _agent_from_rows(rows[0], _tool_rows(db, agent_id))
+    row = get_row(db["agents"], agent_id, f'No agent with id "{agent_id}".')
+    return _agent_from_rows(row, _tool_rows(db, agent_id))
 
 
 def list_agents(db):
@@ -46,7 +44,7 @@ def list_agents(db):
 
 
 def agent_exists(db, agent_id):
-    return bool(list(db.query("SELECT 1 FROM agents WHERE id = ?", [agent_id])))
+    return row_exists(db["agents"], agent_id)
 
 
 def agents_using_provider(db, provider_id):
@@ -67,7 +65,7 @@ def validate(db, data, known_tools):
         errors["id"] = f'"{data["id"]}" is reserved; choose another id'
     provider = data.get("provider", SCRIPTED_PROVIDER) if isinstance(data, dict) else None
     if "provider" not in errors and isinstance(provider, str) and provider != SCRIPTED_PROVIDER:
-        if not list(db.query("SELECT 1 FROM providers WHERE id = ?", [provider])):
+        if not row_exists(db["providers"], provider):
             errors["provider"] = f'no provider connection has the id "{provider}"'
     if errors:
         raise AgentValidationError(errors)

@@ -3,9 +3,9 @@ index `documents_fts` in step, which is what engine.tools.documents.SqliteDocume
 
 import re
 
-from engine.config import LABEL_MAX
+from engine.config import LABEL_MAX, check_text
 
-from . import NotFound, ValidationError, now
+from . import ValidationError, get_row, now, row_exists
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
 BODY_MAX = 200_000
@@ -19,23 +19,17 @@ def validate_document(data):
     for key in data:
         if key not in ("id", "title", "body"):
             errors[key] = "is not a document field"
-    doc_id, title, body = data.get("id"), data.get("title"), data.get("body")
+    doc_id = data.get("id")
     if not isinstance(doc_id, str) or not DOCUMENT_ID_PATTERN.match(doc_id):
         errors["id"] = (
             "must start with a lowercase letter or digit and contain only lowercase letters, digits, "
             "hyphens and underscores (at most 128 characters)"
         )
-    if not isinstance(title, str) or not title.strip():
-        errors["title"] = "is required"
-    elif len(title) > LABEL_MAX:
-        errors["title"] = f"must be at most {LABEL_MAX:,} characters (got {len(title):,})"
-    if not isinstance(body, str) or not body.strip():
-        errors["body"] = "is required"
-    elif len(body) > BODY_MAX:
-        errors["body"] = f"must be at most {BODY_MAX:,} characters (got {len(body):,})"
+    check_text(errors, data, "title", LABEL_MAX, required=True)
+    check_text(errors, data, "body", BODY_MAX, required=True)
     if errors:
         raise ValidationError(errors)
-    return {"id": doc_id, "title": title.strip(), "body": body.replace("\r\n", "\n")}
+    return {"id": doc_id, "title": data["title"].strip(), "body": data["body"].replace("\r\n", "\n")}
 
 
 def list_documents(db):
@@ -48,14 +42,11 @@ def list_documents(db):
 
 
 def get_document(db, doc_id):
-    rows = list(db["documents"].rows_where("id = ?", [doc_id]))
-    if not rows:
-        raise NotFound(f'No document with id "{doc_id}".')
-    return dict(rows[0])
+    return get_row(db["documents"], doc_id, f'No document with id "{doc_id}".')
 
 
 def document_exists(db, doc_id):
-    return bool(list(db.query("SELECT 1 FROM documents WHERE id = ?", [doc_id])))
+    return row_exists(db["documents"], doc_id)
 
 
 def create_document(db, data):

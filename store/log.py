@@ -2,12 +2,9 @@
 one. The engine hands the entries back with the run (`run["log"]`); they are written with the run, in its
 transaction. Entries from the gate API have no run."""
 
-import math
-
-from . import now
+from . import now, page_of_rows
 
 LEVELS = ("error", "warning", "info")
-KINDS = ("policy_violation", "provider_error")
 PER_PAGE = 50
 
 
@@ -30,20 +27,8 @@ def add_entries(db, entries, run_id=None, created_at=None):
 
 
 def list_entries(db, agent_id=None, level=None, page=1, per_page=PER_PAGE):
-    """One page of entries, newest first: (entries, total count, page count)."""
-    clauses, parameters = [], []
-    if agent_id:
-        clauses.append("agent_id = ?")
-        parameters.append(agent_id)
-    if level:
-        clauses.append("level = ?")
-        parameters.append(level)
-    where = " AND ".join(clauses) or None
-    total = db["log"].count_where(where, parameters) if where else db["log"].count
-    pages = max(1, math.ceil(total / per_page))
-    page = min(max(1, page), pages)
-    rows = db["log"].rows_where(where, parameters, order_by="id DESC", limit=per_page, offset=(page - 1) * per_page)
-    return [dict(row) for row in rows], total, pages
+    """One page of entries, newest first: (entries, total count, page number, page count)."""
+    return page_of_rows(db["log"], {"agent_id": agent_id, "level": level}, page, per_page, order_by="id DESC")
 
 
 def log_agent_ids(db):

@@ -5,9 +5,9 @@ import os
 import re
 from urllib.parse import urlparse
 
-from engine.config import AGENT_ID_PATTERN, LABEL_MAX, SCRIPTED_PROVIDER
+from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
 
-from . import NotFound, ValidationError
+from . import ValidationError, get_row, row_exists
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 URL_MAX = 2_000
@@ -25,19 +25,11 @@ def validate_provider(data):
     for key in provider:
         if key not in FIELDS:
             errors[key] = "is not a provider field"
-    provider_id = provider.get("id")
-    if not isinstance(provider_id, str) or not AGENT_ID_PATTERN.match(provider_id):
-        errors["id"] = (
-            "must start with a lowercase letter and contain only lowercase letters, digits and underscores "
-            "(at most 64 characters)"
-        )
-    elif provider_id == SCRIPTED_PROVIDER:
+    if not is_valid_id(provider.get("id")):
+        errors["id"] = ID_RULE
+    elif provider["id"] == SCRIPTED_PROVIDER:
         errors["id"] = f'"{SCRIPTED_PROVIDER}" is the built-in scripted model; choose another id'
-    label = provider.get("label")
-    if not isinstance(label, str) or not label.strip():
-        errors["label"] = "is required"
-    elif len(label) > LABEL_MAX:
-        errors["label"] = f"must be at most {LABEL_MAX:,} characters (got {len(label):,})"
+    check_text(errors, provider, "label", LABEL_MAX, required=True)
     base_url = provider.get("base_url")
     parsed = urlparse(base_url) if isinstance(base_url, str) else None
     if not parsed or parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -47,11 +39,7 @@ def validate_provider(data):
     api_key_env = provider["api_key_env"]
     if not isinstance(api_key_env, str) or not ENV_NAME_PATTERN.match(api_key_env):
         errors["api_key_env"] = "must be an environment variable name: letters, digits and underscores"
-    model = provider["default_model"]
-    if not isinstance(model, str):
-        errors["default_model"] = "must be a string"
-    elif len(model) > LABEL_MAX:
-        errors["default_model"] = f"must be at most {LABEL_MAX:,} characters (got {len(model):,})"
+    check_text(errors, provider, "default_model", LABEL_MAX)
     timeout = provider["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= TIMEOUT_MAX:
         errors["timeout"] = f"must be a number of seconds above 0 and at most {TIMEOUT_MAX:,}"
@@ -70,16 +58,13 @@ def list_providers(db):
 
 
 def get_provider(db, provider_id):
-    rows = list(db["providers"].rows_where("id = ?", [provider_id]))
-    if not rows:
-        raise NotFound(f'No provider connection with id "{provider_id}".')
-    return dict(rows[0])
+    return get_row(db["providers"], provider_id, f'No provider connection with id "{provider_id}".')
 
 
 def create_provider(db, data):
     provider = validate_provider(data)
     with db.atomic():
-        if list(db.query("SELECT 1 FROM providers WHERE id = ?", [provider["id"]])):
+        if row_exists(db["providers"], provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
         db["providers"].insert(provider)
     return get_provider(db, provider["id"])

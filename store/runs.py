@@ -6,9 +6,8 @@ for listing and filtering. A run read back is that dict plus `id` and `created_a
 """
 
 import json
-import math
 
-from . import NotFound, now
+from . import get_row, now, page_of_rows
 from . import log as log_store
 
 PER_PAGE = 20
@@ -45,40 +44,21 @@ def _run_from_row(row):
 
 def get_run(db, run_id):
     """The stored run dict with its `id` and `created_at`. Raises NotFound."""
-    rows = list(db["runs"].rows_where("id = ?", [run_id]))
-    if not rows:
-        raise NotFound(f"No run with id {run_id}.")
-    return _run_from_row(rows[0])
-
-
-def _where(agent_id=None, stop_reason=None):
-    clauses, parameters = [], []
-    if agent_id:
-        clauses.append("agent_id = ?")
-        parameters.append(agent_id)
-    if stop_reason:
-        clauses.append("stop_reason = ?")
-        parameters.append(stop_reason)
-    return " AND ".join(clauses) or None, parameters
+    return _run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
 
 
 def list_runs(db, agent_id=None, stop_reason=None, page=1, per_page=PER_PAGE):
-    """One page of run summaries, newest first: (summaries, total count, page count).
+    """One page of run summaries, newest first: (summaries, total count, page number, page count).
 
     Summaries carry the listing columns only, never the whole run."""
-    where, parameters = _where(agent_id, stop_reason)
-    total = db["runs"].count_where(where, parameters) if where else db["runs"].count
-    pages = max(1, math.ceil(total / per_page))
-    page = min(max(1, page), pages)
-    rows = db["runs"].rows_where(
-        where,
-        parameters,
-        select="id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at",
+    return page_of_rows(
+        db["runs"],
+        {"agent_id": agent_id, "stop_reason": stop_reason},
+        page,
+        per_page,
         order_by="id DESC",
-        limit=per_page,
-        offset=(page - 1) * per_page,
+        select="id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at",
     )
-    return [dict(row) for row in rows], total, pages
 
 
 def run_agent_ids(db):

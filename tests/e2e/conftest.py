@@ -22,6 +22,18 @@ def live_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def put_agent(live_server):
+    """Store an agent through the API afresh, whatever an earlier run left under its id."""
+    client = live_server.app.test_client()
+
+    def put(agent_id, agent):
+        client.delete(f"/api/agents/{agent_id}")
+        assert client.put(f"/api/agents/{agent_id}", json=agent).status_code == 201
+
+    return put
+
+
+@pytest.fixture(scope="session")
 def base_url(live_server):
     return f"http://127.0.0.1:{live_server.server_port}"
 

@@ -7,6 +7,8 @@ import pytest
 from playwright.sync_api import expect
 from run_scenarios import CANVAS_AGENT, CANVAS_MESSAGE
 
+from tests.e2e.run_page import round_section, start_run
+
 pytestmark = pytest.mark.e2e
 
 AGENT_ID = "e2e_canvas"
@@ -14,20 +16,13 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 @pytest.fixture(scope="module", autouse=True)
-def agent(live_server):
-    client = live_server.app.test_client()
-    client.delete(f"/api/agents/{AGENT_ID}")
-    assert client.put(f"/api/agents/{AGENT_ID}", json=CANVAS_AGENT).status_code == 201
-
-
-def round_section(page, number):
-    return page.get_by_role("region", name=re.compile(rf"^Round {number}\b"))
+def agent(put_agent):
+    put_agent(AGENT_ID, CANVAS_AGENT)
 
 
 def test_the_second_placement_uses_the_uuid_of_the_first(page):
     page.goto(f"/agents/{AGENT_ID}/run")
-    page.get_by_role("textbox", name="Message", exact=True).fill(CANVAS_MESSAGE)
-    page.get_by_role("button", name="Run", exact=True).click()
+    start_run(page, CANVAS_MESSAGE)
 
     expect(round_section(page, 1).get_by_role("heading")).to_contain_text("All 2 calls rejected — nothing executed")
     placed = round_section(page, 2).locator("pre.tool-message")

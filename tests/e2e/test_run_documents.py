@@ -2,14 +2,13 @@
 lists the documents, reads two, re-lists (allowed: there is no budget) and answers; the sources list the
 retrieved and read documents once each."""
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 from run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_ANSWER, DOCUMENTS_MESSAGE
 
 from db import open_db
 from store import documents as document_store
+from tests.e2e.run_page import round_section, start_run
 
 pytestmark = pytest.mark.e2e
 
@@ -17,25 +16,18 @@ AGENT_ID = "e2e_documents"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def agent_and_documents(live_server):
+def agent_and_documents(live_server, put_agent):
     database = open_db(live_server.app.config["DATABASE"])
     try:
         document_store.import_documents(database, DOCUMENTS, replace=True)
     finally:
         database.close()
-    client = live_server.app.test_client()
-    client.delete(f"/api/agents/{AGENT_ID}")
-    assert client.put(f"/api/agents/{AGENT_ID}", json=DOCUMENTS_AGENT).status_code == 201
-
-
-def round_section(page, number):
-    return page.get_by_role("region", name=re.compile(rf"^Round {number}\b"))
+    put_agent(AGENT_ID, DOCUMENTS_AGENT)
 
 
 def test_a_question_that_needs_two_documents(page):
     page.goto(f"/agents/{AGENT_ID}/run")
-    page.get_by_role("textbox", name="Message", exact=True).fill(DOCUMENTS_MESSAGE)
-    page.get_by_role("button", name="Run", exact=True).click()
+    start_run(page, DOCUMENTS_MESSAGE)
 
     calls = page.locator("table.calls tbody tr")
     expect(calls).to_have_count(4)
@@ -55,8 +47,7 @@ def test_a_question_that_needs_two_documents(page):
 
 def test_a_re_list_is_not_rejected(page):
     page.goto(f"/agents/{AGENT_ID}/run")
-    page.get_by_role("textbox", name="Message", exact=True).fill(DOCUMENTS_MESSAGE)
-    page.get_by_role("button", name="Run", exact=True).click()
+    start_run(page, DOCUMENTS_MESSAGE)
 
     relist = round_section(page, 4)
     expect(relist.get_by_role("heading")).to_contain_text("1 call executed")

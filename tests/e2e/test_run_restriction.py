@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, mixed_script
 
 from engine import texts
+from tests.e2e.run_page import round_section, start_run
 
 pytestmark = pytest.mark.e2e
 
@@ -22,14 +23,8 @@ COLLATERAL = (
 
 
 @pytest.fixture(scope="module", autouse=True)
-def agent(live_server):
-    client = live_server.app.test_client()
-    client.delete(f"/api/agents/{AGENT_ID}")
-    assert client.put(f"/api/agents/{AGENT_ID}", json=bundles_agent()).status_code == 201
-
-
-def round_section(page, number):
-    return page.get_by_role("region", name=re.compile(rf"^Round {number}\b"))
+def agent(put_agent):
+    put_agent(AGENT_ID, bundles_agent())
 
 
 def call_row(page, round_number, call_id):
@@ -37,8 +32,7 @@ def call_row(page, round_number, call_id):
 
 
 def run(page, message=BUNDLES_MESSAGE):
-    page.get_by_role("textbox", name="Message", exact=True).fill(message)
-    page.get_by_role("button", name="Run", exact=True).click()
+    start_run(page, message)
     expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+"))).to_be_visible()
 
 

@@ -28,6 +28,17 @@ RESTRICTED = {"restrict_multiple_calls": True}
 TWO_BUNDLE_CALLS = tool_round(
     call("list_bundles", {"entity_type": "node"}), call("list_bundles", {"entity_type": "taxonomy_term"})
 )
+TWO_BUNDLE_CALLS_AND_ENTITY_TYPES = tool_round(
+    call("list_bundles", {"entity_type": "node"}),
+    call("list_bundles", {"entity_type": "taxonomy_term"}),
+    call("list_entity_types"),
+)
+# A violation, the retry with one call, the answer.
+RECOVERY_SCRIPT = [
+    TWO_BUNDLE_CALLS,
+    tool_round(call("list_bundles", {"entity_type": "node"})),
+    answer("Articles and pages."),
+]
 
 
 def log_entry(count):
@@ -89,14 +100,7 @@ def test_restricted_tool_called_twice_calls_the_model_again_with_the_errors():
 
 def test_restricted_twice_plus_unrestricted_rejects_all_three():
     spy = SpyRegistry()
-    script = [
-        tool_round(
-            call("list_bundles", {"entity_type": "node"}),
-            call("list_bundles", {"entity_type": "taxonomy_term"}),
-            call("list_entity_types"),
-        ),
-        answer("Sorry."),
-    ]
+    script = [TWO_BUNDLE_CALLS_AND_ENTITY_TYPES, answer("Sorry.")]
     agent = make_agent({"list_bundles": RESTRICTED, "list_entity_types": {}}, script)
 
     result = run(agent, spy)
@@ -173,14 +177,7 @@ def test_violation_writes_one_log_entry_to_the_run():
 
 
 def test_violation_log_entry_counts_every_call_of_the_response():
-    script = [
-        tool_round(
-            call("list_bundles", {"entity_type": "node"}),
-            call("list_bundles", {"entity_type": "taxonomy_term"}),
-            call("list_entity_types"),
-        ),
-        answer("Sorry."),
-    ]
+    script = [TWO_BUNDLE_CALLS_AND_ENTITY_TYPES, answer("Sorry.")]
     agent = make_agent({"list_bundles": RESTRICTED, "list_entity_types": {}}, script)
 
     assert run(agent)["log"] == [log_entry(3)]
@@ -229,12 +226,7 @@ def test_log_entries_are_emitted_as_events():
 
 
 def test_violation_then_single_call_then_answer_gives_the_full_transcript():
-    script = [
-        TWO_BUNDLE_CALLS,
-        tool_round(call("list_bundles", {"entity_type": "node"})),
-        answer("Articles and pages."),
-    ]
-    agent = make_agent({"list_bundles": RESTRICTED}, script, system_prompt="You list bundles.")
+    agent = make_agent({"list_bundles": RESTRICTED}, RECOVERY_SCRIPT, system_prompt="You list bundles.")
 
     result = run(agent)
 
@@ -280,12 +272,7 @@ def test_violation_then_single_call_then_answer_gives_the_full_transcript():
 
 
 def test_recovery_rounds_record_what_was_offered_and_decided():
-    script = [
-        TWO_BUNDLE_CALLS,
-        tool_round(call("list_bundles", {"entity_type": "node"})),
-        answer("Articles and pages."),
-    ]
-    agent = make_agent({"list_bundles": RESTRICTED}, script)
+    agent = make_agent({"list_bundles": RESTRICTED}, RECOVERY_SCRIPT)
 
     rounds = run(agent)["rounds"]
 

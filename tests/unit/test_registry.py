@@ -70,3 +70,12 @@ def test_entry_point_that_provides_no_tool_raises(monkeypatch):
     monkeypatch.setattr(registry_module, "entry_points", lambda group: [FakeEntryPoint("broken", 42)])
     with pytest.raises(ToolRegistryError):
         build_registry()
+
+
+def test_entry_point_tool_named_like_a_builtin_is_an_error_not_an_override(monkeypatch):
+    monkeypatch.setattr(
+        registry_module, "entry_points", lambda group: [FakeEntryPoint("clash", lambda: [make_tool("list_bundles")])]
+    )
+    with pytest.raises(ToolRegistryError) as raised:
+        build_registry()
+    assert str(raised.value) == 'Two tools are named "list_bundles"; tool names must be unique.'
