@@ -75,6 +75,8 @@ def import_agent_command(file, replace):
         data = json.load(file)
     except json.JSONDecodeError as error:
         raise click.ClickException(f"{file.name} is not valid JSON: {error}") from None
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{file.name} is not UTF-8 text; nothing was imported.") from None
     db = get_db()
     if replace and isinstance(data, dict) and isinstance(data.get("id"), str):
         try:
@@ -181,7 +183,10 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
 def import_documents_command(folder, replace):
     """Import the .md and .txt files of FOLDER as documents: the id is the file name without its extension, the
     title the first line. All files are imported, or none (a bad file is named)."""
-    documents = load_corpus_files(folder)
+    try:
+        documents = load_corpus_files(folder)
+    except ValueError as error:
+        raise click.ClickException(f"{error} Nothing was imported.") from None
     if not documents:
         raise click.ClickException(f"{folder} has no non-empty .md or .txt file.")
     for document in documents:

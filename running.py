@@ -7,6 +7,7 @@ the database and the options, so the CLI and the benchmarks use it outside a req
 """
 
 import engine
+from engine.config import SCRIPTED_PROVIDER
 from engine.tools.documents import SqliteDocumentStore
 from store import agents as agent_store
 from store import log as log_store
@@ -37,6 +38,10 @@ def execute_run(
     """
     agent = agent_store.get_agent(db, agent_id)
     providers = {provider["id"]: provider for provider in provider_store.list_providers(db)}
+    provider = overrides.get("provider") if isinstance(overrides, dict) else None
+    if isinstance(provider, str) and provider != SCRIPTED_PROVIDER and provider not in providers:
+        # The agent form and the agents API refuse such a provider: a run's overrides must too.
+        raise engine.AgentValidationError({"provider": f'no provider connection has the id "{provider}"'})
     run = engine.run_agent(
         agent,
         message,

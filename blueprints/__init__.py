@@ -79,6 +79,9 @@ def _is_api_request():
 def _error_response(code, title, message):
     if _is_api_request():
         return jsonify({"error": message}), code
+    if request.headers.get("HX-Request") == "true":
+        # htmx swaps error responses too (base.html's htmx-config): a notice, not a page inside the page.
+        return render_template("errors/_error.html", code=code, title=title, message=message), code
     return render_template("errors/error.html", code=code, title=title, message=message), code
 
 
@@ -101,6 +104,14 @@ def register_error_handlers(app):
         }
         message = messages.get(error.code) or error.description
         return _error_response(error.code, titles.get(error.code, error.name), message)
+
+    @app.errorhandler(RecursionError)
+    def too_deeply_nested(error):
+        # JSON nested thousands of levels deep (a body, a script) exhausts the parser or the validation.
+        logger.warning("Input nested too deeply on %s %s", request.method, request.path)
+        return _error_response(
+            400, "Nested too deeply", "What was sent is nested too deeply to be read; nothing was saved."
+        )
 
     @app.errorhandler(InternalServerError)
     def server_error(error):

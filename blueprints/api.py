@@ -67,7 +67,7 @@ def put_agent(agent_id):
 def delete_agent(agent_id):
     """Delete; with ?revision=N, only if N is still the stored revision."""
     revision = request.args.get("revision")
-    if revision is not None and not revision.isdigit():
+    if revision is not None and not revision.isdecimal():
         return _error(400, "revision: must be a whole number", errors={"revision": "must be a whole number"})
     try:
         agent_store.delete_agent(get_db(), agent_id, revision=int(revision) if revision else None)

@@ -42,10 +42,11 @@ def now():
 
 
 def get_row(table, row_id, message):
-    """The row with that id as a dict; raises NotFound(message) when there is none."""
+    """The row with that id as a dict; raises NotFound(message) when there is none (an integer id too large for
+    SQLite included)."""
     try:
         return table.get(row_id)
-    except NotFoundError:
+    except (NotFoundError, OverflowError):
         raise NotFound(message) from None
 
 

@@ -11,6 +11,7 @@ from . import NotFound, RevisionConflict, get_row, now, row_exists
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
 RESERVED_IDS = ("new",)  # /agents/new is the create page
+REVISION_MAX = 2**63 - 1  # the largest integer SQLite stores
 
 
 def _agent_from_rows(row, tool_rows):
@@ -63,6 +64,8 @@ def validate(db, data, known_tools):
         agent = None
     if isinstance(data, dict) and data.get("id") in RESERVED_IDS and "id" not in errors:
         errors["id"] = f'"{data["id"]}" is reserved; choose another id'
+    if agent is not None and agent["revision"] > REVISION_MAX:
+        errors["revision"] = f"must be a whole number from 1 to {REVISION_MAX}"
     provider = data.get("provider", SCRIPTED_PROVIDER) if isinstance(data, dict) else None
     if "provider" not in errors and isinstance(provider, str) and provider != SCRIPTED_PROVIDER:
         if not row_exists(db["providers"], provider):

@@ -8,6 +8,7 @@ from engine.config import LABEL_MAX, check_text
 from . import ValidationError, get_row, now, row_exists
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
+RESERVED_IDS = ("new",)  # /documents/new is the create page
 BODY_MAX = 200_000
 
 
@@ -25,6 +26,8 @@ def validate_document(data):
             "must start with a lowercase letter or digit and contain only lowercase letters, digits, "
             "hyphens and underscores (at most 128 characters)"
         )
+    elif doc_id in RESERVED_IDS:
+        errors["id"] = f'"{doc_id}" is reserved; choose another id'
     check_text(errors, data, "title", LABEL_MAX, required=True)
     check_text(errors, data, "body", BODY_MAX, required=True)
     if errors:

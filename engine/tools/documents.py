@@ -131,12 +131,16 @@ class MemoryDocumentStore(SqliteDocumentStore):
 
 def load_corpus_files(folder):
     """The .md and .txt files of a folder as documents, by file name: the id is the file stem and the title
-    the first non-empty line (for Markdown without its `#`); the rest is the body. Empty files are skipped."""
+    the first non-empty line (for Markdown without its `#`); the rest is the body. Empty files are skipped.
+    A file that is not UTF-8 text raises ValueError naming it."""
     documents = []
     for path in sorted(Path(folder).iterdir()):
         if path.suffix.lower() not in CORPUS_SUFFIXES or not path.is_file():
             continue
-        lines = path.read_text(encoding="utf-8-sig").strip().splitlines()
+        try:
+            lines = path.read_text(encoding="utf-8-sig").strip().splitlines()
+        except UnicodeDecodeError:
+            raise ValueError(f'The file "{path.name}" is not UTF-8 text.') from None
         if not lines:
             continue
         title = lines[0].strip()

@@ -72,6 +72,7 @@ def test_delete_with_a_stale_revision_is_a_409(client):
     put(client, "agent", {"label": "Two", "revision": 1})
     assert client.delete("/api/agents/agent?revision=1").status_code == 409
     assert client.delete("/api/agents/agent?revision=x").status_code == 400
+    assert client.delete("/api/agents/agent?revision=²").status_code == 400  # a digit, but not a number
     assert client.delete("/api/agents/agent?revision=2").status_code == 204
 
 
@@ -79,6 +80,17 @@ def test_invalid_json_is_a_400(client):
     response = client.put("/api/agents/bad", data="{not json", content_type="application/json")
     assert response.status_code == 400
     assert response.get_json() == {"error": "The request body is not valid JSON."}
+
+
+def test_json_nested_too_deeply_is_a_400_and_stores_nothing(client):
+    deep = "[" * 100_000 + "]" * 100_000
+    response = client.put("/api/agents/deep", data=deep, content_type="application/json")
+    assert response.status_code == 400
+    assert response.get_json() == {"error": "What was sent is nested too deeply to be read; nothing was saved."}
+    arguments = '{"a": ' * 500 + "1" + "}" * 500
+    body = '{"label": "Deep", "script": [{"tool_calls": [{"name": "list_bundles", "arguments": ' + arguments + "}]}]}"
+    assert client.put("/api/agents/deep", data=body, content_type="application/json").status_code == 400
+    assert client.get("/api/agents/deep").status_code == 404
 
 
 def test_a_body_that_is_not_json_is_a_400(client):
@@ -129,6 +141,7 @@ def test_the_id_in_the_body_must_match_the_address(client):
             {"label": "L", "system_prompt": "p" * 100_001},
             "system_prompt: must be at most 100,000 characters (got 100,001)",
         ),
+        ("ok", {"label": "L", "revision": 2**64}, "revision: must be a whole number from 1 to"),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field(client, agent_id, body, error):

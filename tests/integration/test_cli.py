@@ -93,6 +93,15 @@ def test_a_bad_file_changes_nothing(runner, tmp_path, client, content, message):
     assert client.get("/api/agents").get_json() == before
 
 
+def test_a_file_that_is_not_utf8_is_refused_with_a_message(runner, tmp_path, client):
+    path = tmp_path / "agent.json"
+    path.write_bytes(b'\xff\xfe{"id": "latin", "label": "Caf\xe9"}')
+    result = runner.invoke(args=["import-agent", str(path)])
+    assert result.exit_code == 1
+    assert "is not UTF-8 text; nothing was imported" in result.output
+    assert client.get("/api/agents/latin").status_code == 404
+
+
 def test_import_replace_goes_over_any_revision(runner, tmp_path, actions):
     runner.invoke(args=["load-demo"])
     actions.edit("canvas_builder", label="Edited")

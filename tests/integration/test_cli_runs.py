@@ -104,6 +104,17 @@ def test_import_documents_refuses_a_bad_file_and_imports_nothing(runner, databas
     assert database["documents"].count == 0
 
 
+def test_import_documents_refuses_a_file_that_is_not_utf8_and_imports_nothing(runner, database, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nText.\n")
+    (folder / "latin.txt").write_bytes(b"Caf\xe9 menu\n\nCr\xe8me br\xfbl\xe9e.\n")
+    result = runner.invoke(args=["import-documents", str(folder)])
+    assert result.exit_code == 1
+    assert 'The file "latin.txt" is not UTF-8 text. Nothing was imported.' in result.output
+    assert database["documents"].count == 0
+
+
 def test_import_documents_of_an_empty_folder(runner, tmp_path):
     result = runner.invoke(args=["import-documents", str(tmp_path)])
     assert result.exit_code != 0

@@ -50,6 +50,7 @@ def test_add_a_document_redirects_to_it(client, database):
         ({"title": "T", "body": "  "}, "body", "Body is required."),
         ({"title": "T", "id": "Bad Id!", "body": "Text"}, "id", "Document id must start with"),
         ({"title": "Refund policy", "id": "refund-policy", "body": "Text"}, "id", "is already used"),
+        ({"title": "New", "body": "What is new this season."}, "id", "&#34;new&#34; is reserved; choose another id"),
     ],
 )
 def test_bad_input_is_shown_beside_its_field(client, documents, database, data, field, message):

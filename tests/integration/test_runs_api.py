@@ -153,6 +153,7 @@ REASONS = [
     pytest.param({"overrides": {"script": [{"nonsense": 1}]}}, "script", id="invalid script"),
     pytest.param({"overrides": {"script": "not a list"}}, "script", id="script not a list"),
     pytest.param({"mesage": "typo"}, "mesage", id="unknown body field"),
+    pytest.param({"overrides": {"provider": "nowhere"}}, "provider", id="unknown provider connection"),
 ]
 
 
@@ -183,7 +184,7 @@ def test_unknown_agent_is_a_404_and_stores_nothing(client, database):
     assert counts(database) == (0, 0)
 
 
-@pytest.mark.parametrize("path", ["/api/runs/999", "/api/runs/abc"])
+@pytest.mark.parametrize("path", ["/api/runs/999", "/api/runs/abc", "/api/runs/99999999999999999999"])
 def test_unknown_run_is_a_json_404(client, path):
     response = client.get(path)
     assert response.status_code == 404

@@ -264,6 +264,11 @@ def test_unknown_run_is_a_404(client):
     assert client.post("/runs/42/again").status_code == 404
 
 
+def test_a_run_id_too_large_for_the_database_is_a_404(client, bundles):
+    assert client.get("/runs/99999999999999999999").status_code == 404
+    assert client.get("/agents/bundles/run?from=99999999999999999999").status_code == 404
+
+
 def test_run_again_repeats_message_and_overrides(client, bundles, database):
     post_run(client, **{"tools-list_bundles-restrict_multiple_calls": None})
     response = client.post("/runs/1/again")

@@ -1,0 +1,25 @@
+"""The run page when the server refuses the run: with htmx, the refusal is shown, not swallowed."""
+
+import pytest
+from playwright.sync_api import expect
+from run_scenarios import BUNDLES_MESSAGE, bundles_agent
+
+from tests.e2e.run_page import start_run
+
+pytestmark = pytest.mark.e2e
+
+AGENT_ID = "e2e_refused"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def agent(put_agent):
+    put_agent(AGENT_ID, bundles_agent())
+
+
+def test_a_run_sent_without_a_valid_csrf_token_says_why(page, context):
+    page.goto(f"/agents/{AGENT_ID}/run")
+    context.clear_cookies()  # the session expired: the form's CSRF token no longer matches
+    start_run(page, BUNDLES_MESSAGE)
+    alert = page.locator("#run-result").get_by_role("alert")
+    expect(alert).to_contain_text("The form could not be sent")
+    expect(alert).to_contain_text("reload the page and try again; nothing was saved")
