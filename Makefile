@@ -2,13 +2,14 @@
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed-requirements
-DATABASE := instance/toolgate.db
 HOST ?= 127.0.0.1
 PORT ?= 5000
 
 .PHONY: run test bench lint chromium
 
-run: $(INSTALLED) $(DATABASE)
+run: $(INSTALLED)
+	$(BIN)/flask --app app init-db
+	$(BIN)/flask --app app load-demo --if-empty
 	$(BIN)/flask --app app run --host $(HOST) --port $(PORT)
 
 test: $(INSTALLED) chromium
@@ -24,11 +25,6 @@ $(INSTALLED): requirements.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
-
-# The database with its schema, the demo agents and the sample documents; made once, kept afterwards.
-$(DATABASE): | $(INSTALLED)
-	$(BIN)/flask --app app init-db
-	$(BIN)/flask --app app load-demo
 
 # Playwright cannot download its own browser here: the end-to-end tests drive Debian's chromium.
 chromium:

@@ -44,8 +44,12 @@ def init_db_command():
 @click.command("load-demo")
 @with_appcontext
 @click.option("--replace", is_flag=True, help="Overwrite demo agents and documents that already exist.")
-def load_demo_command(replace):
+@click.option("--if-empty", is_flag=True, help="Load nothing when the database has agents already (make run).")
+def load_demo_command(replace, if_empty):
     """Load the demo agents (one per tool family) and the sample documents."""
+    if if_empty and agent_store.list_agents(get_db()):
+        click.echo("The database has agents already; demo not loaded.")
+        return
     loaded = demo.load_demo(get_db(), tool_registry().names(), replace=replace)
     agents = ", ".join(loaded["agents"]) or "none new"
     click.echo(f"Demo agents: {agents}; sample documents: {len(loaded['documents'])} loaded.")
@@ -75,6 +79,8 @@ def import_agent_command(file, replace):
         data = json.load(file)
     except json.JSONDecodeError as error:
         raise click.ClickException(f"{file.name} is not valid JSON: {error}") from None
+    except RecursionError:
+        raise click.ClickException(f"{file.name} is nested too deeply; nothing was imported.") from None
     except UnicodeDecodeError:
         raise click.ClickException(f"{file.name} is not UTF-8 text; nothing was imported.") from None
     db = get_db()

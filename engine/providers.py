@@ -1,7 +1,8 @@
 """Chat models behind one interface, all through the official `openai` SDK (SPEC §7).
 
 A provider connection is a dict: `label`, `base_url`, `api_key_env` (the *name* of the environment variable
-holding the key), `default_model`, `timeout`, and optionally `max_retries`. The scripted model is the same
+holding the key), `default_model`, `timeout`, and optionally `max_retries` (default 0: a failed request ends
+the run at once, so `timeout` is the longest a run waits for one answer). The scripted model is the same
 client pointed at an in-process WSGI endpoint.
 """
 
@@ -98,7 +99,7 @@ def connection_model(connection, model="", environ=None, http_client=None):
         raise ProviderError(f'The environment variable "{key_name}" that holds the API key is not set.')
     try:
         timeout = float(connection.get("timeout") or DEFAULT_TIMEOUT)
-        max_retries = int(connection.get("max_retries", 2))
+        max_retries = int(connection.get("max_retries", 0))
     except (TypeError, ValueError):
         raise ProviderError(
             f'The provider "{connection.get("label", "")}" has an invalid timeout or retry count.'

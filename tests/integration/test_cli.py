@@ -41,6 +41,29 @@ def test_load_demo_twice_keeps_what_is_there_unless_replace(runner, client, acti
     assert agent["label"] == DEMO_AGENTS[0]["label"] and agent["revision"] == 3
 
 
+def test_load_demo_if_empty_fills_an_empty_database_and_leaves_a_used_one_alone(runner, client, actions):
+    result = runner.invoke(args=["load-demo", "--if-empty"])
+    assert result.exit_code == 0 and "canvas_builder, catalog_explorer, docs_assistant" in result.output
+    client.delete("/api/agents/canvas_builder")
+
+    result = runner.invoke(args=["load-demo", "--if-empty"])
+
+    assert result.exit_code == 0 and "demo not loaded" in result.output
+    ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
+    assert ids == {"catalog_explorer", "docs_assistant"}
+
+
+def test_import_of_json_nested_too_deeply_is_refused_and_changes_nothing(runner, client, tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+
+    result = runner.invoke(args=["import-agent", str(path)])
+
+    assert result.exit_code == 1
+    assert "is nested too deeply; nothing was imported." in result.output
+    assert client.get("/api/agents").get_json()["agents"] == []
+
+
 def test_export_prints_the_agent_as_the_api_does(runner, client):
     runner.invoke(args=["load-demo"])
     assert agent_json(runner, "canvas_builder") == client.get("/api/agents/canvas_builder").get_json()

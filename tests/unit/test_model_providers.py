@@ -231,6 +231,15 @@ def test_a_failure_is_retried_only_as_often_as_the_connection_says():
     assert len(client.seen) == 1
 
 
+def test_a_connection_without_a_retry_count_asks_once_so_its_timeout_bounds_the_wait():
+    client = mock_client(lambda request: httpx2.Response(500, json={"error": {"message": "down"}}))
+    connection = {key: value for key, value in CONNECTION.items() if key != "max_retries"}
+
+    result = run_remote(client, providers={"remote": connection})
+
+    assert (result["stop_reason"], len(client.seen)) == ("error", 1)
+
+
 def test_a_provider_failure_goes_to_the_toolgate_logger(caplog):
     with caplog.at_level(logging.WARNING, logger="toolgate"):
         run_remote(mock_client(read_timeout))
