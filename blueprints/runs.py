@@ -15,6 +15,7 @@ from blueprints import get_or_404, list_filters, tool_registry
 from db import get_db
 from engine import STOP_REASONS, AgentValidationError
 from engine import texts as engine_texts
+from engine.config import load_agent
 from forms import DeleteForm, apply_errors, run_form
 from store import NotFound
 from store import agents as agent_store
@@ -90,7 +91,14 @@ def run_agent_page(agent_id):
 
     form = run_form(agent, names)
     errors, run = {}, None
-    if form.validate():
+    form_is_valid = form.validate()
+    if not form_is_valid:
+        # Check the settings too, so one submit shows every error, not the form's first and the engine's later.
+        try:
+            load_agent(agent, form.overrides(agent), known_tools=set(names))
+        except AgentValidationError as error:
+            errors = error.errors
+    else:
         try:
             run = running.execute_run(
                 db, current_app.config["DATABASE"], agent_id, form.run_message(), form.overrides(agent), **run_options()

@@ -166,6 +166,20 @@ def test_bad_input_is_shown_beside_its_field_and_runs_nothing(client, bundles, d
     assert database["runs"].count == 0
 
 
+def test_one_submit_shows_the_form_errors_and_the_settings_errors_together(client, bundles, database):
+    response = post_run(client, message="  ", script="[{", max_rounds="101")
+
+    html = html_of(response)
+    for field_id, expected in (
+        ("message", "Message is required."),
+        ("script", "Script is not valid JSON"),
+        ("max_rounds", "Round cap must be from 0 to 100 (got 101)."),
+    ):
+        errors = re.search(rf'<ul class="errors" id="{re.escape(field_id)}-errors">(.*?)</ul>', html, re.S)
+        assert errors and expected in errors.group(1)
+    assert database["runs"].count == 0
+
+
 def test_htmx_post_with_errors_swaps_the_form_instead_of_the_panel(client, bundles, database):
     response = post_run(client, message="", headers=HTMX)
     assert response.status_code == 200
