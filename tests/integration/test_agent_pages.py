@@ -115,6 +115,27 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
     assert "Created the agent" in view and "Error: [tool_name]!" in view
 
 
+def test_textarea_line_breaks_are_stored_as_newlines(actions):
+    actions.create(
+        label="Line breaks",
+        id="line_breaks",
+        description="One.\r\nTwo.",
+        max_rounds_message="Stopped.\r\nSorry.",
+        tools={
+            "list_bundles": {
+                "restrict_multiple_calls": True,
+                "multiple_call_error_message": "Error: [tool_name] once.\r\nThen again.",
+                "description_override": "Bundles.\r\nOf one type.",
+            }
+        },
+    )
+    agent = actions.get("line_breaks")
+    settings = agent["tools"]["list_bundles"]
+    assert (agent["description"], agent["max_rounds_message"]) == ("One.\nTwo.", "Stopped.\nSorry.")
+    assert settings["multiple_call_error_message"] == "Error: [tool_name] once.\nThen again."
+    assert settings["description_override"] == "Bundles.\nOf one type."
+
+
 def test_the_id_is_derived_from_the_label_when_left_empty(actions):
     response = actions.create(label="My Shop -- Helper!", id="")
     assert response.headers["Location"] == "/agents/my_shop_helper"

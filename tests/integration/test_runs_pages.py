@@ -200,11 +200,54 @@ def test_run_form_needs_its_csrf_token(csrf_app):
     assert client.post("/agents/bundles/run", data={**fields, "message": "Hi"}).status_code == 200
 
 
+def test_a_run_posted_without_its_csrf_token_says_why_and_runs_nothing(csrf_app):
+    client = csrf_app.test_client()
+    client.put("/api/agents/bundles", json=bundles_agent())
+    client.post("/api/agents/bundles/runs", json={"message": "Hi"})
+    fields = {**form_fields(html_of(client.get("/agents/bundles/run"))), "message": "Hi"}
+    del fields["csrf_token"]
+    for response in (
+        client.post("/agents/bundles/run", data=fields),
+        client.post("/agents/bundles/run", data=fields, headers=HTMX),
+        client.post("/runs/1/again"),
+    ):
+        assert response.status_code == 400
+        assert "The form could not be sent" in html_of(response)
+    assert client.get("/api/runs").json["total"] == 1
+
+
 def test_model_and_tool_text_is_escaped(client, bundles):
     script = [{"content": "<script>alert('model')</script>"}]
     panel = run_panel(html_of(post_run(client, message="<b>hello</b>", script=json.dumps(script))))
     assert "<script>" not in panel and "<b>hello</b>" not in panel
     assert "&lt;script&gt;" in panel and "&lt;b&gt;hello&lt;/b&gt;" in panel
+
+
+def test_tool_call_arguments_are_escaped(client, bundles):
+    script = [
+        {
+            "tool_calls": [
+                {"name": "list_bundles", "arguments": {"entity_type": "<script>alert('json')</script>"}},
+                {"name": "list_entity_types", "arguments": "<img src=x onerror=alert('raw')>"},
+            ]
+        },
+        {"content": "Done."},
+    ]
+    panel = run_panel(html_of(post_run(client, script=json.dumps(script))))
+    assert "<script>" not in panel and "<img" not in panel
+    assert "&#34;entity_type&#34;: &#34;&lt;script&gt;alert(&#39;json&#39;)&lt;/script&gt;&#34;" in panel
+    assert '<pre class="json">&lt;img src=x onerror=alert(&#39;raw&#39;)&gt;</pre>' in panel
+
+
+def test_a_partly_rejected_round_says_how_many_of_its_calls_were_rejected(client, bundles):
+    script = [
+        {"tool_calls": [{"name": "list_entity_types", "arguments": {}}, {"name": "drop_database", "arguments": {}}]},
+        {"content": "Done."},
+    ]
+    panel = run_panel(html_of(post_run(client, script=json.dumps(script))))
+    assert '<span class="round-verdict rejected">1 of 2 calls rejected</span>' in panel
+    assert panel.count('class="status status-executed">Executed<') == 1
+    assert panel.count('class="status status-rejected">Rejected<') == 1
 
 
 STOP_REASON_CASES = [
@@ -243,6 +286,51 @@ def test_a_provider_error_reads_as_an_error_with_its_text(app, client, database)
     assert 'role="alert"' in panel
 
 
+def test_a_provider_error_is_shown_in_place_of_the_answer(app, client, database):
+    from store import providers as provider_store
+
+    app.config["MODEL_ENVIRON"] = {}
+    provider_store.create_provider(
+        database, {"id": "remote", "label": "Remote", "base_url": "https://models.invalid/v1", "default_model": "m"}
+    )
+    client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
+    panel = run_panel(html_of(post_run(client, "remote_agent", message="Hello")))
+    answer = re.search(r'<section class="run-answer".*?</section>', panel, re.S).group(0)
+    assert (
+        '<span class="status status-error">Error</span> The environment variable &#34;OPENAI_API_KEY&#34; that '
+        "holds the API key is not set." in answer
+    )
+
+
+def test_the_request_without_tools_says_no_tools_were_offered(client):
+    client.put("/api/agents/capped", json=bundles_agent(max_rounds=1))
+    panel = run_panel(html_of(post_run(client, "capped")))
+    rounds = re.findall(r'<p class="tools-offered">(.*?)</p>', panel, re.S)
+    assert len(rounds) == 2
+    assert "<code>list_bundles</code>" in rounds[0] and "no tools" not in rounds[0]
+    assert "<strong>no tools</strong>" in rounds[1]
+
+
+def test_a_held_back_answer_shows_the_reminder_that_was_sent(client):
+    agent = {
+        "label": "Reminded",
+        "tools": {"list_bundles": {"require_usage": True}},
+        "script": [
+            {"content": "A guess."},
+            {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+            {"content": "Checked."},
+        ],
+    }
+    client.put("/api/agents/reminded", json=agent)
+    panel = run_panel(html_of(post_run(client, "reminded", message="Which bundles?")))
+    assert '<span class="round-verdict reminder">Answer held back: reminder sent</span>' in panel
+    assert (
+        '<p class="reminder"><span class="label">System reminder sent:</span> Reminder: The following tools should '
+        "be used based on the instructions, but were not used: list_bundles. Please make sure to use them in your "
+        "next response.</p>" in panel
+    )
+
+
 def test_the_canvas_layout_is_shown_as_a_tree(client):
     client.put("/api/agents/canvas", json=CANVAS_AGENT)
     response = post_run(client, "canvas", message=CANVAS_MESSAGE)
@@ -258,6 +346,14 @@ def test_the_transcript_is_one_click_away(client, bundles):
     assert "Full transcript (" in transcript
     assert transcript.count('<span class="role">tool</span>') == 4
     assert "<code>call_1_2</code>" in transcript
+
+
+def test_each_tool_message_of_the_transcript_names_the_call_it_answers(client, bundles):
+    panel = run_panel(html_of(post_run(client)))
+    transcript = re.search(r'<details class="transcript">(.*?)</details>', panel, re.S).group(1)
+    tool_message = r'<span class="role">tool</span>\s*<span class="muted">for</span> <code>(\w+)</code>'
+    answered = re.findall(tool_message, transcript)
+    assert answered == ["call_1_1", "call_1_2", "call_2_1", "call_3_1"]
 
 
 def test_permalink_renders_after_the_agent_is_edited_and_deleted(client, bundles):

@@ -231,6 +231,23 @@ def test_the_custom_message_replaces_the_default(custom, expected):
     assert [v.message for v in result.verdicts] == [expected, expected]
 
 
+def test_each_repeated_restricted_tool_gets_its_own_custom_message():
+    tools = {
+        "list_bundles": {"restrict_multiple_calls": True, "multiple_call_error_message": "Error: bundles once."},
+        "place_component": {"restrict_multiple_calls": True, "multiple_call_error_message": "Error: [tool_name]."},
+    }
+    hero = ("place_component", {"component": "hero"})
+
+    result = review(tools, NODE, hero, TAXONOMY, hero)
+
+    assert [v.message for v in result.verdicts] == [
+        "Error: bundles once.",
+        "Error: place_component.",
+        "Error: bundles once.",
+        "Error: place_component.",
+    ]
+
+
 def test_a_custom_message_does_not_change_the_collateral_message():
     settings = {"restrict_multiple_calls": True, "multiple_call_error_message": "Custom: [tool_name] once only"}
 

@@ -1,5 +1,6 @@
 """The loop, scenario by scenario: the Drupal merge request's kernel tests and the per-tool settings."""
 
+import copy
 import logging
 
 import pytest
@@ -23,6 +24,8 @@ from unit_helpers import (
 )
 
 from engine import run_agent
+from engine.providers import ModelResponse
+from engine.tools import default_registry
 
 RESTRICTED = {"restrict_multiple_calls": True}
 TWO_BUNDLE_CALLS = tool_round(
@@ -331,6 +334,17 @@ def test_return_directly_still_executes_the_other_calls_of_its_round():
     }
 
 
+def test_return_directly_with_two_such_calls_answers_with_the_first_calls_output():
+    script = [tool_round(call("list_bundles", {"entity_type": "node"}), call("list_entity_types"))]
+    agent = make_agent({"list_bundles": {"return_directly": True}, "list_entity_types": {"return_directly": True}})
+
+    result = run(agent, model=counting_model(script))
+
+    assert result["stop_reason"] == "return_directly"
+    assert result["answer"] == NODE_BUNDLES
+    assert tool_message_contents(result) == {"call_1_1": NODE_BUNDLES, "call_1_2": ENTITY_TYPES}
+
+
 def test_return_directly_does_not_end_the_run_when_its_call_was_rejected():
     script = [
         tool_round(call("list_entity_types"), call("list_bundles", {"entity_type": "node"}), call("list_bundles", {})),
@@ -415,6 +429,43 @@ def test_require_usage_is_not_satisfied_by_a_rejected_call():
 
     assert [m["content"] for m in result["messages"] if m["role"] == "system"] == [REMINDER]
     assert result["answer"] == "Ok."
+
+
+class SilentFirstModel:
+    """Answers the first request with no text and no tool calls (content null), every later one with text."""
+
+    def __init__(self):
+        self.requests = []
+
+    def complete(self, messages, tools=None, parallel_tool_calls=None):
+        self.requests.append(copy.deepcopy(messages))
+        return ModelResponse(content=None if len(self.requests) == 1 else "Checked.", tool_calls=())
+
+
+def test_an_answer_without_content_is_sent_back_as_an_empty_string_not_null():
+    model = SilentFirstModel()
+    agent = make_agent({"list_bundles": {"require_usage": True}}, max_rounds=1)
+
+    result = run(agent, model=model)
+
+    assert model.requests[1][1] == {"role": "assistant", "content": ""}
+    assert result["rounds"][0]["assistant"]["content"] is None
+    assert result["answer"] == "Checked."
+
+
+def test_require_usage_is_not_satisfied_by_a_call_that_raised():
+    tools = RecordingTools(fails=("alpha",))
+    script = [tool_round(call("alpha", {"n": 1})), answer("A guess."), tool_round(call("alpha", {"n": 2}))]
+    agent = make_agent({"alpha": {"require_usage": True}}, script, max_rounds=3)
+
+    result = run_agent(agent, "Go.", registry=tools.registry)
+
+    assert tools.executed == [("alpha", 1), ("alpha", 2)]
+    assert result["rounds"][1]["reminder"] == (
+        "Reminder: The following tools should be used based on the instructions, but were not used: alpha. "
+        "Please make sure to use them in your next response."
+    )
+    assert result["stop_reason"] == "round_cap"
 
 
 # --- tools_disabled -------------------------------------------------------------------------------------------
@@ -523,6 +574,20 @@ def test_max_calls_per_run_zero_means_unlimited():
 # --- parallel_tool_calls --------------------------------------------------------------------------------------
 
 
+def test_the_description_override_is_the_description_sent_to_the_model():
+    model, endpoint = http_scripted_model([answer("Done.")])
+    tools = {"list_bundles": {"description_override": "Bundles of one entity type."}, "list_entity_types": {}}
+
+    run(make_agent(tools), model=model)
+
+    tools_sent = endpoint.requests[0]["body"]["tools"]
+    offered = {tool["function"]["name"]: tool["function"]["description"] for tool in tools_sent}
+    assert offered == {
+        "list_bundles": "Bundles of one entity type.",
+        "list_entity_types": default_registry().get("list_entity_types").description,
+    }
+
+
 @pytest.mark.parametrize("value", [True, False])
 def test_parallel_tool_calls_is_sent_when_tools_are_offered(value):
     model, endpoint = http_scripted_model([tool_round(call("list_entity_types")), answer("Done.")])
@@ -582,6 +647,20 @@ def test_a_tool_that_raises_gives_status_error_and_the_run_continues():
     }
     assert result["stop_reason"] == "answered"
     assert result["answer"] == "Done despite beta."
+
+
+def test_calls_that_raised_count_as_tool_calls_and_rejected_ones_do_not():
+    tools = RecordingTools(fails=("beta",))
+    script = [
+        tool_round(call("alpha", {"n": 1}), call("beta", {"n": 2}), call("gamma", {"n": 3})),
+        answer("Done."),
+    ]
+    agent = make_agent({"alpha": {}, "beta": {}}, script)
+
+    result = run_agent(agent, "Go.", registry=tools.registry)
+
+    assert [c["status"] for c in result["rounds"][0]["calls"]] == ["executed", "error", "rejected"]
+    assert (result["tool_calls"], result["rejected_calls"]) == (2, 1)
 
 
 def test_a_tool_error_becomes_the_calls_tool_message():
