@@ -15,7 +15,7 @@ from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message,
 from .providers import ProviderError, model_for_agent
 from .tools import ToolError, default_registry
 from .tools.context import RunContext
-from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, sample_document_store
+from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, store_for
 
 logger = logging.getLogger("toolgate")
 
@@ -74,9 +74,7 @@ class _Run:
         if self.config.system_prompt:
             self.messages.append({"role": "system", "content": self.config.system_prompt})
         if DOCUMENT_TOOL_NAMES & set(self.config.tools):
-            store = self.context.documents or sample_document_store()
-            self.context.documents = store
-            retrieved = retrieve_into_context(store, self.message, self.context)
+            retrieved = retrieve_into_context(store_for(self.context), self.message, self.context)
             if retrieved:
                 self.messages.append({"role": "system", "content": retrieved})
         self.messages.append({"role": "user", "content": self.message})
