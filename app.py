@@ -7,8 +7,6 @@ from flask import Flask
 from flask_wtf.csrf import CSRFProtect
 
 import cli
-import db
-import migrations
 from blueprints import (
     agents,
     api,
@@ -21,6 +19,7 @@ from blueprints import (
     runs,
 )
 from engine.tools import default_registry
+from store import db, migrations
 
 csrf = CSRFProtect()
 

@@ -1,9 +1,9 @@
 """Command-line interface: `flask --app app COMMAND`. The commands use the same store functions, and so the
 same validation, as the pages and the API.
 
-`run-agent` takes the path the run page and the API take (running.execute_run), so the run is stored and shows
-up in the history; it prints each round, its calls and rejections, and the answer, or with --json the run as
-`POST /api/agents/<id>/runs` returns it.
+`run-agent` takes the path the run page and the API take (store.run_execution.execute_and_store_run), so the run
+is stored and shows up in the history; it prints each round, its calls and rejections, and the answer, or with
+--json the run as `POST /api/agents/<id>/runs` returns it.
 """
 
 import json
@@ -14,17 +14,12 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-import demo
-import migrations
-import run_texts
-import running
-from blueprints import tool_registry
-from db import get_db
-from engine.config import AgentValidationError
+from blueprints import run_texts, tool_registry
 from engine.tools.documents import load_corpus_files
-from store import NotFound, RevisionConflict, ValidationError
+from store import NotFound, RevisionConflict, ValidationError, demo, migrations, run_execution
 from store import agents as agent_store
 from store import documents as document_store
+from store.db import get_db
 
 OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --json has all of it
 
@@ -91,7 +86,7 @@ def import_agent_command(file, replace):
             pass
     try:
         agent = agent_store.save_agent(db, data, tool_registry().names())
-    except AgentValidationError as error:
+    except ValidationError as error:
         details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())
         raise click.ClickException(f"{file.name} is not a valid agent; nothing was imported:\n{details}") from None
     except RevisionConflict as conflict:
@@ -163,9 +158,8 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         except json.JSONDecodeError as error:
             raise click.ClickException(f"--overrides is not valid JSON: {error}") from None
     try:
-        run = running.execute_run(
+        run = run_execution.execute_and_store_run(
             get_db(),
-            current_app.config["DATABASE"],
             agent_id,
             message,
             overrides,
@@ -175,7 +169,7 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         )
     except NotFound as error:
         raise click.ClickException(str(error)) from None
-    except ValueError as error:
+    except ValidationError as error:
         raise click.ClickException(f"Nothing was run: {error}") from None
     click.echo(json.dumps(run, indent=2, ensure_ascii=False) if as_json else format_run(run))
     if run["stop_reason"] == "error":

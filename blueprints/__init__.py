@@ -11,7 +11,7 @@ from flask import abort, current_app, flash, jsonify, redirect, render_template,
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from forms import DeleteForm, apply_errors
+from blueprints.forms import DeleteForm, apply_errors
 from store import NotFound, ValidationError
 
 logger = logging.getLogger("toolgate")
@@ -72,13 +72,26 @@ def list_filters(name, choices):
     return agent_id, choice, request.args.get("page", 1, type=int)
 
 
+def json_error(status, message, field=None, errors=None, **extra):
+    """Every JSON API error, in one shape: {"error": "field: message", "field": field or null, "errors": {field:
+    message}}, with its 4xx status. `message` is the text without the field's name."""
+    text = f"{field}: {message}" if field else message
+    errors = errors if errors is not None else ({field: message} if field else {})
+    return jsonify({"error": text, "field": field, "errors": errors, **extra}), status
+
+
+def json_validation_error(error, status=400):
+    """A ValidationError as a JSON error: its first field named, every field in `errors`."""
+    return json_error(status, error.errors[error.field], error.field, error.errors)
+
+
 def _is_api_request():
     return request.path == "/api" or request.path.startswith("/api/")
 
 
 def _error_response(code, title, message):
     if _is_api_request():
-        return jsonify({"error": message}), code
+        return json_error(code, message)
     if request.headers.get("HX-Request") == "true":
         # htmx swaps error responses too (base.html's htmx-config): a notice, not a page inside the page.
         return render_template("errors/_error.html", code=code, title=title, message=message), code

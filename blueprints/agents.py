@@ -8,14 +8,13 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-import forms
-from blueprints import confirm_delete, done, get_or_404, tool_registry
-from db import get_db
+from blueprints import confirm_delete, done, forms, get_or_404, tool_registry
 from engine import texts
-from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, AgentValidationError
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError
 from store import RevisionConflict
 from store import agents as agent_store
 from store import providers as provider_store
+from store.db import get_db
 
 bp = Blueprint("agents", __name__)
 
@@ -57,7 +56,7 @@ def _submit(db, form, agent_id, create):
             agent_store.validate(db, data, tool_registry().names())
             return None, {}, None
         return agent_store.save_agent(db, data, tool_registry().names(), create=create), {}, None
-    except AgentValidationError as error:
+    except ValidationError as error:
         return None, error.errors, None
     except RevisionConflict as conflict:
         return None, {}, conflict

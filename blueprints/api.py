@@ -1,33 +1,30 @@
 """The JSON API for agents (SPEC §8): the same JSON form as the engine, the same validation as the pages.
 
-Errors are JSON: {"error": message naming the field, "errors": {field: message}} with 400; 404 for an unknown id;
-409 for a stale revision. Requests with a body must be `application/json`, which is also why the blueprint can
-skip CSRF tokens: a browser will not send such a request cross-site without a CORS preflight.
+Errors are JSON in the API's one shape (blueprints.json_error): 400 naming the field, 404 for an unknown id, 409
+for a stale revision (with the stored `revision`). Requests with a body must be `application/json`, which is also
+why the blueprint can skip CSRF tokens: a browser will not send such a request cross-site without a CORS
+preflight.
 """
 
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from blueprints import tool_registry
-from db import get_db
-from engine.config import AgentValidationError
+from blueprints import json_error, json_validation_error, tool_registry
+from engine.config import ValidationError
 from store import NotFound, RevisionConflict
 from store import agents as agent_store
+from store.db import get_db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
 
-def _error(status, message, **extra):
-    return jsonify({"error": message, **extra}), status
-
-
 def _json_body():
     if not request.is_json:
-        raise BadRequest('Send the agent as JSON, with the header "Content-Type: application/json".')
+        raise ValidationError({"body": 'send the agent as JSON, with the header "Content-Type: application/json"'})
     try:
         return request.get_json()
     except BadRequest:
-        raise BadRequest("The request body is not valid JSON.") from None
+        raise ValidationError({"body": "is not valid JSON"}) from None
 
 
 @bp.get("/agents")
@@ -40,26 +37,29 @@ def get_agent(agent_id):
     try:
         return jsonify(agent_store.get_agent(get_db(), agent_id))
     except NotFound as error:
-        return _error(404, str(error))
+        return json_error(404, str(error), "agent_id")
 
 
 @bp.put("/agents/<agent_id>")
 def put_agent(agent_id):
     """Create or replace. Replacing needs the stored `revision`; the answer is the stored agent."""
-    data = _json_body()
+    try:
+        data = _json_body()
+    except ValidationError as error:
+        return json_validation_error(error)
     if not isinstance(data, dict):
-        return _error(400, "agent: must be a JSON object", errors={"agent": "must be a JSON object"})
+        return json_error(400, "must be a JSON object", "agent")
     if "id" in data and data["id"] != agent_id:
         message = f'does not match the address ("{agent_id}"); an agent\'s id cannot change'
-        return _error(400, f"id: {message}", errors={"id": message})
+        return json_error(400, message, "id")
     db = get_db()
     existed = agent_store.agent_exists(db, agent_id)
     try:
         agent = agent_store.save_agent(db, {**data, "id": agent_id}, tool_registry().names())
-    except AgentValidationError as error:
-        return _error(400, str(error), errors=error.errors)
+    except ValidationError as error:
+        return json_validation_error(error)
     except RevisionConflict as conflict:
-        return _error(409, str(conflict), revision=conflict.current_revision)
+        return json_error(409, str(conflict), "revision", revision=conflict.current_revision)
     return jsonify(agent), 200 if existed else 201
 
 
@@ -68,11 +68,11 @@ def delete_agent(agent_id):
     """Delete; with ?revision=N, only if N is still the stored revision."""
     revision = request.args.get("revision")
     if revision is not None and not revision.isdecimal():
-        return _error(400, "revision: must be a whole number", errors={"revision": "must be a whole number"})
+        return json_error(400, "must be a whole number", "revision")
     try:
         agent_store.delete_agent(get_db(), agent_id, revision=int(revision) if revision else None)
     except NotFound as error:
-        return _error(404, str(error))
+        return json_error(404, str(error), "agent_id")
     except RevisionConflict as conflict:
-        return _error(409, str(conflict), revision=conflict.current_revision)
+        return json_error(409, str(conflict), "revision", revision=conflict.current_revision)
     return "", 204

@@ -1,20 +1,20 @@
 """The runs and gate API (SPEC §8), for programs: run a stored agent, read a stored run, or ask the gate about
 one response's tool calls without executing anything (for clients that drive their own loop).
 
-A run goes through `running.execute_run`, the path the run page takes too, so the page renders what this API
-returns. Errors are JSON, `{"error": message naming the field, "field": name, "errors": {field: message}}`:
-400 for bad input (nothing is stored then), 404 for an unknown agent or run. Like the agents API, requests
-with a body must be `application/json`, which is why the blueprint needs no CSRF token.
+A run goes through `store.run_execution.execute_and_store_run`, the path the run page takes too, so the page
+renders what this API returns. Errors are JSON in the API's one shape (blueprints.json_error): 400 for bad input
+(nothing is stored then), 404 for an unknown agent or run. Like the agents API, requests with a body must be
+`application/json`, which is why the blueprint needs no CSRF token.
 """
 
-from flask import Blueprint, current_app, jsonify, request, url_for
+from flask import Blueprint, jsonify, request, url_for
 
-import running
+from blueprints import json_error, json_validation_error
 from blueprints.runs import run_options
-from db import get_db
-from engine import STOP_REASONS, AgentValidationError
-from store import NotFound
+from engine import STOP_REASONS, ValidationError
+from store import NotFound, run_execution
 from store import runs as run_store
+from store.db import get_db
 
 bp = Blueprint("api_runs", __name__, url_prefix="/api")
 
@@ -22,34 +22,17 @@ RUN_FIELDS = ("message", "overrides")
 GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far")
 
 
-def _error(status, message, field=None, errors=None):
-    body = {"error": message, "field": field}
-    if errors is not None:
-        body["errors"] = errors
-    elif field:
-        body["errors"] = {field: message.removeprefix(f"{field}: ")}
-    return jsonify(body), status
-
-
-def _bad_input(error):
-    if isinstance(error, AgentValidationError):
-        field = next(iter(error.errors))
-        return _error(400, str(error), field, error.errors)
-    field, message = running.error_field(error)
-    return _error(400, message, field)
-
-
 def _json_object(allowed):
     """The request's JSON object, or an error response naming what is wrong with it."""
     if not request.is_json:
-        return None, _error(400, 'body: send JSON, with the header "Content-Type: application/json"', "body")
+        return None, json_error(400, 'send JSON, with the header "Content-Type: application/json"', "body")
     data = request.get_json(silent=True)
     if not isinstance(data, dict):
-        return None, _error(400, "body: must be a JSON object", "body")
+        return None, json_error(400, "must be a JSON object", "body")
     unknown = [key for key in data if key not in allowed]
     if unknown:
-        message = f"{unknown[0]}: is not a field of this request (expected: {', '.join(allowed)})"
-        return None, _error(400, message, unknown[0])
+        message = f"is not a field of this request (expected: {', '.join(allowed)})"
+        return None, json_error(400, message, unknown[0])
     return data, None
 
 
@@ -61,13 +44,13 @@ def create_run(agent_id):
         return failure
     db = get_db()
     try:
-        run = running.execute_run(
-            db, current_app.config["DATABASE"], agent_id, data.get("message"), data.get("overrides"), **run_options()
+        run = run_execution.execute_and_store_run(
+            db, agent_id, data.get("message"), data.get("overrides"), **run_options()
         )
     except NotFound as error:
-        return _error(404, str(error), "agent_id")
-    except ValueError as error:
-        return _bad_input(error)
+        return json_error(404, str(error), "agent_id")
+    except ValidationError as error:
+        return json_validation_error(error)
     response = jsonify(run)
     response.status_code = 201
     response.headers["Location"] = url_for("api_runs.get_run", run_id=run["id"])
@@ -79,7 +62,7 @@ def get_run(run_id):
     try:
         return jsonify(run_store.get_run(get_db(), run_id))
     except NotFound as error:
-        return _error(404, str(error), "run_id")
+        return json_error(404, str(error), "run_id")
 
 
 @bp.get("/runs")
@@ -87,7 +70,7 @@ def list_runs():
     """Run summaries, newest first: ?agent=&stop_reason=&page=."""
     stop_reason = request.args.get("stop_reason") or None
     if stop_reason is not None and stop_reason not in STOP_REASONS:
-        return _error(400, f"stop_reason: must be one of {', '.join(STOP_REASONS)}", "stop_reason")
+        return json_error(400, f"must be one of {', '.join(STOP_REASONS)}", "stop_reason")
     page = request.args.get("page", 1, type=int)
     runs, total, page, pages = run_store.list_runs(
         get_db(), agent_id=request.args.get("agent"), stop_reason=stop_reason, page=page
@@ -102,9 +85,9 @@ def review_gate(agent_id):
     if failure:
         return failure
     if "tool_calls" not in data:
-        return _error(400, "tool_calls: is required (the tool calls of one model response)", "tool_calls")
+        return json_error(400, "is required (the tool calls of one model response)", "tool_calls")
     try:
-        review = running.review_gate(
+        review = run_execution.review_and_log_gate(
             get_db(),
             agent_id,
             data["tool_calls"],
@@ -113,7 +96,7 @@ def review_gate(agent_id):
             registry=run_options()["registry"],
         )
     except NotFound as error:
-        return _error(404, str(error), "agent_id")
-    except ValueError as error:
-        return _bad_input(error)
+        return json_error(404, str(error), "agent_id")
+    except ValidationError as error:
+        return json_validation_error(error)
     return jsonify(review)

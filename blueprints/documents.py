@@ -2,13 +2,11 @@
 delete, with Post/Redirect/Get; the FTS5 index follows every change through the table's triggers. The search on
 the list page is the engine's own retrieval query, so it finds what an agent would find."""
 
-from flask import Blueprint, current_app, render_template, request
+from flask import Blueprint, render_template, request
 
-import forms
-from blueprints import confirm_delete, done, get_or_404, save_posted
-from db import get_db
-from engine.tools.documents import SqliteDocumentStore
+from blueprints import confirm_delete, done, forms, get_or_404, save_posted
 from store import documents as document_store
+from store.db import get_db
 
 bp = Blueprint("documents", __name__)
 
@@ -30,10 +28,9 @@ def list_documents():
     query = request.args.get("q", "").strip()
     results = None
     if query:
-        store = SqliteDocumentStore(current_app.config["DATABASE"])
         results = [
             {"id": hit["id"], "title": hit["title"], "excerpt": hit["body"][:200]}
-            for hit in store.search(query, limit=SEARCH_LIMIT)
+            for hit in document_store.DocumentTable(db).search(query, limit=SEARCH_LIMIT)
         ]
     return render_template(
         "documents/list.html", documents=document_store.list_documents(db), query=query, results=results

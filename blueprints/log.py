@@ -3,8 +3,8 @@
 from flask import Blueprint, render_template
 
 from blueprints import list_filters
-from db import get_db
 from store import log as log_store
+from store.db import get_db
 
 bp = Blueprint("log", __name__)
 

@@ -3,12 +3,11 @@ variable a connection names; it is never stored nor shown, the page only says wh
 
 from flask import Blueprint, abort, render_template, request
 
-import forms
-from blueprints import done, get_or_404, save_posted
-from db import get_db
+from blueprints import done, forms, get_or_404, save_posted
 from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import providers as provider_store
+from store.db import get_db
 
 bp = Blueprint("providers", __name__)
 

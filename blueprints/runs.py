@@ -9,17 +9,15 @@ import json
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-import run_texts
-import running
-from blueprints import get_or_404, list_filters, tool_registry
-from db import get_db
-from engine import STOP_REASONS, AgentValidationError
+from blueprints import get_or_404, list_filters, run_texts, tool_registry
+from blueprints.forms import DeleteForm, apply_errors, run_form
+from engine import STOP_REASONS, ValidationError
 from engine import texts as engine_texts
 from engine.config import load_agent
-from forms import DeleteForm, apply_errors, run_form
-from store import NotFound
+from store import NotFound, run_execution
 from store import agents as agent_store
 from store import runs as run_store
+from store.db import get_db
 
 bp = Blueprint("runs", __name__)
 
@@ -96,18 +94,15 @@ def run_agent_page(agent_id):
         # Check the settings too, so one submit shows every error, not the form's first and the engine's later.
         try:
             load_agent(agent, form.overrides(agent), known_tools=set(names))
-        except AgentValidationError as error:
+        except ValidationError as error:
             errors = error.errors
     else:
         try:
-            run = running.execute_run(
-                db, current_app.config["DATABASE"], agent_id, form.run_message(), form.overrides(agent), **run_options()
+            run = run_execution.execute_and_store_run(
+                db, agent_id, form.run_message(), form.overrides(agent), **run_options()
             )
-        except AgentValidationError as error:
+        except ValidationError as error:
             errors = error.errors
-        except ValueError as error:
-            field, message = running.error_field(error)
-            errors = {field or "run": message.removeprefix(f"{field}: ")}
     form_errors = apply_errors(form, errors) if errors else []
     if run is None:
         if _is_htmx():
@@ -163,10 +158,10 @@ def run_again(run_id):
     if not form.validate_on_submit():
         abort(400)
     try:
-        run = running.repeat_run(db, current_app.config["DATABASE"], run_id, **run_options())
+        run = run_execution.repeat_and_store_run(db, run_id, **run_options())
     except NotFound:
         flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
-    except ValueError as error:
+    except ValidationError as error:
         flash(f"This run cannot be repeated with the agent as it is now: {error}", "error")
     else:
         return redirect(url_for("runs.show_run", run_id=run["id"]), 303)

@@ -57,14 +57,15 @@ AGENT_DEFAULTS = MappingProxyType(
 NOT_OVERRIDABLE = ("id", "revision")
 
 
-class AgentValidationError(ValueError):
-    """Bad agent input. `errors` maps each offending field (`tools.NAME.KEY` for a tool setting) to a message;
-    the exception text names the first one."""
+class ValidationError(ValueError):
+    """Bad input, anywhere: an agent, a tool setting, a run's message, gate input, a document, a provider.
+    `errors` maps each offending field (`tools.NAME.KEY` for a tool setting) to a message; `field` is the first
+    of them and the exception text reads "field: message"."""
 
     def __init__(self, errors):
         self.errors = dict(errors)
-        field_name, message = next(iter(self.errors.items()))
-        super().__init__(f"{field_name}: {message}")
+        self.field, message = next(iter(self.errors.items()))
+        super().__init__(f"{self.field}: {message}")
 
 
 @dataclass(frozen=True)
@@ -194,11 +195,11 @@ def fill_defaults(data):
 def validate_agent(data, known_tools=None):
     """Validate an agent's JSON form and return it with every default filled in.
 
-    `known_tools` is the set of registered tool names; None skips that check. Raises AgentValidationError
+    `known_tools` is the set of registered tool names; None skips that check. Raises ValidationError
     listing every bad field. System prompt line endings are normalised to `\\n`.
     """
     if not isinstance(data, dict):
-        raise AgentValidationError({"agent": "must be a JSON object"})
+        raise ValidationError({"agent": "must be a JSON object"})
     agent = fill_defaults(data)
     errors = {}
     for key in agent:
@@ -231,7 +232,7 @@ def validate_agent(data, known_tools=None):
     if script_error:
         errors["script"] = script_error
     if errors:
-        raise AgentValidationError(errors)
+        raise ValidationError(errors)
     for settings in agent["tools"].values():
         if not settings["restrict_multiple_calls"]:
             settings["multiple_call_error_message"] = ""
@@ -248,7 +249,7 @@ def apply_overrides(agent, overrides):
     if overrides is None:
         return merged
     if not isinstance(overrides, dict):
-        raise AgentValidationError({"overrides": "must be a JSON object"})
+        raise ValidationError({"overrides": "must be a JSON object"})
     errors = {}
     for key, value in overrides.items():
         if key in NOT_OVERRIDABLE:
@@ -270,7 +271,7 @@ def apply_overrides(agent, overrides):
         else:
             merged[key] = copy.deepcopy(value)
     if errors:
-        raise AgentValidationError(errors)
+        raise ValidationError(errors)
     return merged
 
 

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 
 from . import texts
-from .config import MESSAGE_MAX, load_agent
+from .config import MESSAGE_MAX, ValidationError, load_agent
 from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
 from .providers import ProviderError, model_for_agent
 from .tools import ToolError, default_registry
@@ -249,12 +249,12 @@ def run_agent(
     documents tools read (default: the shipped sample corpus). on_event: called with each round and log entry.
     environ, http_client: where API keys come from and the HTTP client underneath a real provider.
     model: a ChatModel to use instead of the agent's provider (benchmarks and tests).
-    Raises ValueError (AgentValidationError) naming the field when the merged agent is invalid.
+    Raises ValidationError (a ValueError) naming the field when the merged agent is invalid.
     """
     if not isinstance(message, str) or not message.strip():
-        raise ValueError("message: must be a non-empty string")
+        raise ValidationError({"message": "must be a non-empty string"})
     if len(message) > MESSAGE_MAX:
-        raise ValueError(f"message: must be at most {MESSAGE_MAX:,} characters (got {len(message):,})")
+        raise ValidationError({"message": f"must be at most {MESSAGE_MAX:,} characters (got {len(message):,})"})
     registry = registry or default_registry()
     config, merged = load_agent(agent, overrides, known_tools=set(registry.names()))
     started = time.perf_counter()

@@ -1,13 +1,18 @@
-"""sqlite-utils code per aggregate: rows in, engine dicts out. No Flask here, so the CLI and tests use it too.
+"""sqlite-utils code per aggregate: rows in, engine dicts out. Flask only in db.py (the connection a request
+keeps on `g`), so the CLI and the tests use the rest outside a request.
 
-Every function takes the sqlite-utils Database as its first argument (`db.get_db()` in a request,
-`db.open_db(path)` elsewhere).
+Every function takes the sqlite-utils Database as its first argument (`store.db.get_db()` in a request,
+`store.db.open_db(path)` elsewhere). Bad input raises engine.config.ValidationError, re-exported here.
 """
 
 import math
 from datetime import UTC, datetime
 
 from sqlite_utils.db import NotFoundError
+
+from engine.config import ValidationError
+
+__all__ = ["NotFound", "RevisionConflict", "ValidationError", "get_row", "now", "page_of_rows", "row_exists"]
 
 
 class NotFound(LookupError):
@@ -25,16 +30,6 @@ class RevisionConflict(Exception):
             f'The agent "{agent_id}" was saved by someone else since you loaded it: it is now at revision '
             f"{current_revision}, and your save was based on revision {sent_revision}. Nothing was saved."
         )
-
-
-class ValidationError(ValueError):
-    """Bad input for a store other than agents (agents raise engine.config.AgentValidationError).
-    `errors` maps each field to a message, like AgentValidationError."""
-
-    def __init__(self, errors):
-        self.errors = dict(errors)
-        field_name, message = next(iter(self.errors.items()))
-        super().__init__(f"{field_name}: {message}")
 
 
 def now():

@@ -5,7 +5,7 @@ by the pages, the API and the CLI), checks the revision, and writes in one trans
 import json
 import sqlite3
 
-from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, AgentValidationError, fill_defaults, validate_agent
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, fill_defaults, validate_agent
 
 from . import NotFound, RevisionConflict, get_row, now, row_exists
 
@@ -55,11 +55,11 @@ def agents_using_provider(db, provider_id):
 
 def validate(db, data, known_tools):
     """engine.config.validate_agent, plus what only storage knows: the provider connection must exist.
-    Returns the agent with defaults filled in; raises AgentValidationError."""
+    Returns the agent with defaults filled in; raises ValidationError."""
     errors = {}
     try:
         agent = validate_agent(data, known_tools)
-    except AgentValidationError as error:
+    except ValidationError as error:
         errors = error.errors
         agent = None
     if isinstance(data, dict) and data.get("id") in RESERVED_IDS and "id" not in errors:
@@ -71,7 +71,7 @@ def validate(db, data, known_tools):
         if not row_exists(db["providers"], provider):
             errors["provider"] = f'no provider connection has the id "{provider}"'
     if errors:
-        raise AgentValidationError(errors)
+        raise ValidationError(errors)
     return agent
 
 
@@ -107,7 +107,7 @@ def save_agent(db, data, known_tools, create=None):
         if not updated:
             current = list(db.query("SELECT revision FROM agents WHERE id = ?", [agent["id"]]))
             if current and create is True:
-                raise AgentValidationError({"id": f'is already used by another agent ("{agent["id"]}")'})
+                raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'})
             if current:
                 raise RevisionConflict(agent["id"], current[0]["revision"], agent["revision"])
             if create is False:
@@ -124,7 +124,7 @@ def save_agent(db, data, known_tools, create=None):
                     }
                 )
             except sqlite3.IntegrityError:  # created by someone else since the check above
-                raise AgentValidationError({"id": f'is already used by another agent ("{agent["id"]}")'}) from None
+                raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'}) from None
         _write_tools(db, agent)
     return get_agent(db, agent["id"])
 

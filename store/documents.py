@@ -1,9 +1,11 @@
 """Documents: the knowledge base the documents tools read. Rows live in `documents`; triggers keep the FTS5
-index `documents_fts` in step, which is what engine.tools.documents.SqliteDocumentStore(path) searches."""
+index `documents_fts` in step. `DocumentTable` is the engine's DocumentStore over that table, on the caller's
+connection."""
 
 import re
 
 from engine.config import LABEL_MAX, check_text
+from engine.tools.documents import TITLE_WEIGHT, fts_query
 
 from . import ValidationError, get_row, now, row_exists
 
@@ -92,3 +94,31 @@ def import_documents(db, documents, replace=False):
                 db["documents"].insert({**document, "updated_at": now()})
             written.append(document["id"])
     return written
+
+
+class DocumentTable:
+    """The engine's DocumentStore (engine.tools.documents) over the app's documents table: the run reads the
+    documents through the connection of the request that runs it, and sees every committed change."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def list_documents(self):
+        return list(self.db.query("SELECT id, title FROM documents ORDER BY title, id"))
+
+    def get(self, doc_id):
+        rows = list(self.db.query("SELECT id, title, body FROM documents WHERE id = ?", [doc_id]))
+        return rows[0] if rows else None
+
+    def search(self, query, limit=3):
+        match = fts_query(query)
+        if not match or limit < 1:
+            return []
+        return list(
+            self.db.query(
+                "SELECT documents.id, documents.title, documents.body FROM documents_fts "
+                "JOIN documents ON documents.rowid = documents_fts.rowid WHERE documents_fts MATCH ? "
+                "ORDER BY bm25(documents_fts, ?, 1.0), documents.id LIMIT ?",
+                [match, TITLE_WEIGHT, limit],
+            )
+        )

@@ -1,15 +1,15 @@
 """Document tools and retrieval (SPEC §6): the store the engine is handed, or the sample corpus standalone.
 
-The engine reads the web app's `documents` table and its FTS5 index with the standard library only, so it needs
-neither Flask nor sqlite-utils. Standalone (no store handed in) it serves the sample corpus in `engine/corpus/`
-from an in-memory database with the same schema, so both paths run the same SQL.
+The engine knows a document store only by its interface (`DocumentStore`); the web app hands it one over its own
+documents table (store.documents.DocumentTable). Standalone (no store handed in) it serves the sample corpus in
+`engine/corpus/` from a private in-memory FTS5 index, ranked the way the app ranks: `fts_query` and
+`TITLE_WEIGHT` are shared by both.
 """
 
 import functools
 import re
 import sqlite3
 import threading
-from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -30,11 +30,6 @@ STOP_WORDS = frozenset(STOP_WORDS_TEXT.split())
 MIN_TERM_LENGTH = 2
 MAX_QUERY_TERMS = 32  # a pasted essay should not become a thousand-term OR query
 TITLE_WEIGHT = 2.0  # bm25 weight of a title match relative to a body match
-
-SCHEMA = """
-CREATE TABLE documents (id TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL, updated_at TEXT);
-CREATE VIRTUAL TABLE documents_fts USING fts5(title, body, content="documents");
-"""
 
 
 class DocumentStore(Protocol):
@@ -64,50 +59,8 @@ def fts_query(text):
     return " OR ".join(f'"{term}"' for term in terms[:MAX_QUERY_TERMS])
 
 
-class SqliteDocumentStore:
-    """The web app's documents table in a SQLite file.
-
-    A connection per call: the app writes to the file from other connections (WAL), and a short read sees the
-    latest committed state without holding anything open between tool calls.
-    """
-
-    def __init__(self, path):
-        self.path = Path(path)
-
-    @contextmanager
-    def _connection(self):
-        # mode=rw: a wrong path is an error, not a new empty database file.
-        with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True, timeout=10)) as connection:
-            yield connection
-
-    def _rows(self, sql, parameters=()):
-        with self._connection() as connection:
-            cursor = connection.execute(sql, parameters)
-            names = [column[0] for column in cursor.description]
-            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-    def list_documents(self):
-        return self._rows("SELECT id, title FROM documents ORDER BY title, id")
-
-    def get(self, doc_id):
-        rows = self._rows("SELECT id, title, body FROM documents WHERE id = ?", (doc_id,))
-        return rows[0] if rows else None
-
-    def search(self, query, limit=3):
-        match = fts_query(query)
-        if not match or limit < 1:
-            return []
-        return self._rows(
-            "SELECT documents.id, documents.title, documents.body FROM documents_fts "
-            "JOIN documents ON documents.rowid = documents_fts.rowid "
-            "WHERE documents_fts MATCH ? "
-            "ORDER BY bm25(documents_fts, ?, 1.0), documents.id LIMIT ?",
-            (match, TITLE_WEIGHT, limit),
-        )
-
-
-class MemoryDocumentStore(SqliteDocumentStore):
-    """The same schema and queries over an in-memory database, loaded once from a list of documents.
+class MemoryDocumentStore:
+    """A DocumentStore over a fixed list of documents, in a private in-memory FTS5 index.
 
     An in-memory database lives only as long as its connection, so this store keeps one, shared between threads
     under a lock.
@@ -117,16 +70,36 @@ class MemoryDocumentStore(SqliteDocumentStore):
         self._lock = threading.Lock()
         self._database = sqlite3.connect(":memory:", check_same_thread=False)
         with self._database:
-            self._database.executescript(SCHEMA)
-            self._database.executemany(
-                "INSERT INTO documents (id, title, body) VALUES (:id, :title, :body)", list(documents)
+            self._database.executescript(
+                "CREATE TABLE corpus (id TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL);"
+                'CREATE VIRTUAL TABLE corpus_fts USING fts5(title, body, content="corpus");'
             )
-            self._database.execute("INSERT INTO documents_fts (documents_fts) VALUES ('rebuild')")
+            self._database.executemany("INSERT INTO corpus (id, title, body) VALUES (:id, :title, :body)", documents)
+            self._database.execute("INSERT INTO corpus_fts (corpus_fts) VALUES ('rebuild')")
 
-    @contextmanager
-    def _connection(self):
+    def _rows(self, sql, parameters=()):
         with self._lock:
-            yield self._database
+            cursor = self._database.execute(sql, parameters)
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def list_documents(self):
+        return self._rows("SELECT id, title FROM corpus ORDER BY title, id")
+
+    def get(self, doc_id):
+        rows = self._rows("SELECT id, title, body FROM corpus WHERE id = ?", (doc_id,))
+        return rows[0] if rows else None
+
+    def search(self, query, limit=3):
+        match = fts_query(query)
+        if not match or limit < 1:
+            return []
+        return self._rows(
+            "SELECT corpus.id, corpus.title, corpus.body FROM corpus_fts "
+            "JOIN corpus ON corpus.rowid = corpus_fts.rowid WHERE corpus_fts MATCH ? "
+            "ORDER BY bm25(corpus_fts, ?, 1.0), corpus.id LIMIT ?",
+            (match, TITLE_WEIGHT, limit),
+        )
 
 
 def load_corpus_files(folder):

@@ -57,7 +57,11 @@ def test_put_over_a_newer_revision_is_a_409_and_stores_nothing(client):
 def test_get_and_delete_of_an_unknown_agent_are_404(client):
     for response in (client.get("/api/agents/ghost"), client.delete("/api/agents/ghost")):
         assert response.status_code == 404
-        assert response.get_json() == {"error": 'No agent with id "ghost".'}
+        assert response.get_json() == {
+            "error": 'agent_id: No agent with id "ghost".',
+            "field": "agent_id",
+            "errors": {"agent_id": 'No agent with id "ghost".'},
+        }
 
 
 def test_delete_then_gone(client):
@@ -79,14 +83,22 @@ def test_delete_with_a_stale_revision_is_a_409(client):
 def test_invalid_json_is_a_400(client):
     response = client.put("/api/agents/bad", data="{not json", content_type="application/json")
     assert response.status_code == 400
-    assert response.get_json() == {"error": "The request body is not valid JSON."}
+    assert response.get_json() == {
+        "error": "body: is not valid JSON",
+        "field": "body",
+        "errors": {"body": "is not valid JSON"},
+    }
 
 
 def test_json_nested_too_deeply_is_a_400_and_stores_nothing(client):
     deep = "[" * 100_000 + "]" * 100_000
     response = client.put("/api/agents/deep", data=deep, content_type="application/json")
     assert response.status_code == 400
-    assert response.get_json() == {"error": "What was sent is nested too deeply to be read; nothing was saved."}
+    assert response.get_json() == {
+        "error": "What was sent is nested too deeply to be read; nothing was saved.",
+        "field": None,
+        "errors": {},
+    }
     arguments = '{"a": ' * 500 + "1" + "}" * 500
     body = '{"label": "Deep", "script": [{"tool_calls": [{"name": "list_bundles", "arguments": ' + arguments + "}]}]}"
     assert client.put("/api/agents/deep", data=body, content_type="application/json").status_code == 400
@@ -187,7 +199,9 @@ def test_an_oversized_body_is_a_json_413(client):
 
 def test_unknown_api_address_and_method_answer_json(client):
     assert client.get("/api/nothing").get_json() == {
-        "error": "There is nothing at this address. It may have been deleted, or the link is wrong."
+        "error": "There is nothing at this address. It may have been deleted, or the link is wrong.",
+        "field": None,
+        "errors": {},
     }
     response = client.post("/api/agents/x")
     assert response.status_code == 405 and "error" in response.get_json()

@@ -7,9 +7,9 @@ import stat
 import pytest
 import sqlite_utils
 
-import migrations
 from app import create_app
-from db import open_db
+from store import migrations
+from store.db import open_db
 from tests.conftest import make_app
 from tests.support import agent_form_data
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from demo import DEMO_AGENTS
+from store.demo import DEMO_AGENTS
 
 
 def agent_json(runner, agent_id):

@@ -7,6 +7,7 @@ from run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
 from store import documents as document_store
 from store import runs as run_store
+from store.documents import DocumentTable
 
 
 @pytest.fixture
@@ -122,7 +123,4 @@ def test_import_documents_of_an_empty_folder(runner, tmp_path):
 
 
 def _search(database, query):
-    from engine.tools.documents import SqliteDocumentStore
-
-    path = database.execute("PRAGMA database_list").fetchone()[2]
-    return SqliteDocumentStore(path).search(query)
+    return DocumentTable(database).search(query)

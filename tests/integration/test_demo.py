@@ -2,11 +2,11 @@
 
 import pytest
 
-from demo import DEMO_AGENTS, load_demo
 from engine import run_agent
 from engine.tools import default_registry
-from engine.tools.documents import SqliteDocumentStore
 from store import agents as agent_store
+from store.demo import DEMO_AGENTS, load_demo
+from store.documents import DocumentTable
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def demo_db(app, database):
 
 def run_stored(app, database, agent_id, message="What is the refund policy?"):
     agent = agent_store.get_agent(database, agent_id)
-    return run_agent(agent, message, documents=SqliteDocumentStore(app.config["DATABASE"]))
+    return run_agent(agent, message, documents=DocumentTable(database))
 
 
 def calls(run):
@@ -70,6 +70,6 @@ def test_docs_assistant_reads_two_documents_at_once_and_relists(app, demo_db):
 
 
 def test_the_engine_searches_the_documents_the_app_stores(app, demo_db):
-    store = SqliteDocumentStore(app.config["DATABASE"])
+    store = DocumentTable(demo_db)
     assert store.search("refund")[0]["id"] == "refund-policy"
     assert {"id": "shipping-times", "title": "Shipping times"} in store.list_documents()

@@ -2,14 +2,55 @@
 
 import pytest
 
-from engine.tools.documents import SqliteDocumentStore
 from store import NotFound, ValidationError
 from store import documents as document_store
+from store.db import open_db
+
+SMALL_CORPUS = [
+    {"id": "kettles", "title": "Kettles", "body": "A kettle boils water in three minutes."},
+    {"id": "teapots", "title": "Teapots", "body": "Warm the teapot before brewing."},
+]
 
 
 @pytest.fixture
-def search(app):
-    return SqliteDocumentStore(app.config["DATABASE"]).search
+def search(database):
+    return document_store.DocumentTable(database).search
+
+
+@pytest.fixture
+def small_table(database):
+    document_store.import_documents(database, SMALL_CORPUS)
+    return document_store.DocumentTable(database)
+
+
+def test_the_document_table_lists_gets_and_searches(small_table):
+    assert small_table.list_documents() == [
+        {"id": "kettles", "title": "Kettles"},
+        {"id": "teapots", "title": "Teapots"},
+    ]
+    assert small_table.get("teapots") == SMALL_CORPUS[1]
+    assert small_table.get("missing") is None
+    assert [hit["id"] for hit in small_table.search("How do I warm a teapot?")] == ["teapots"]
+
+
+def test_the_document_table_sees_what_another_connection_commits(app, small_table):
+    other = open_db(app.config["DATABASE"])
+    try:
+        document_store.create_document(other, {"id": "cups", "title": "Cups", "body": "Cups hold tea."})
+    finally:
+        other.close()
+    assert [hit["id"] for hit in small_table.search("cups")] == ["cups"]
+
+
+def test_the_document_table_reads_while_another_connection_holds_a_write_transaction(app, small_table):
+    writer = open_db(app.config["DATABASE"])
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO documents (id, title, body) VALUES ('cups', 'Cups', 'Cups hold tea.')")
+    try:
+        assert [hit["id"] for hit in small_table.search("kettle cups")] == ["kettles"]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
 
 
 def test_create_get_list(database):

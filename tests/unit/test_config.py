@@ -7,7 +7,7 @@ import pytest
 from unit_helpers import answer, call, make_agent, tool_round
 
 from engine import run_agent
-from engine.config import AgentValidationError, apply_overrides, fill_defaults, load_agent, validate_agent
+from engine.config import ValidationError, apply_overrides, fill_defaults, load_agent, validate_agent
 from engine.tools import default_registry
 
 KNOWN_TOOLS = set(default_registry().names())
@@ -198,7 +198,7 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize(("fields", "field", "message"), BAD_VALUES, ids=[case[1] for case in BAD_VALUES])
 def test_bad_value_is_refused_naming_the_field(fields, field, message):
-    with pytest.raises(AgentValidationError) as raised:
+    with pytest.raises(ValidationError) as raised:
         validate(**fields)
 
     assert list(raised.value.errors) == [field]
@@ -207,29 +207,29 @@ def test_bad_value_is_refused_naming_the_field(fields, field, message):
 
 
 def test_missing_label_is_refused():
-    with pytest.raises(AgentValidationError, match="^label: is required$"):
+    with pytest.raises(ValidationError, match="^label: is required$"):
         validate_agent({"id": "agent"})
 
 
 def test_missing_id_is_refused():
-    with pytest.raises(AgentValidationError, match="^id: "):
+    with pytest.raises(ValidationError, match="^id: "):
         validate_agent({"label": "Agent"})
 
 
 def test_an_agent_that_is_not_an_object_is_refused():
-    with pytest.raises(AgentValidationError, match="^agent: must be a JSON object$"):
+    with pytest.raises(ValidationError, match="^agent: must be a JSON object$"):
         validate_agent(["id", "label"])
 
 
 def test_every_bad_field_is_reported_at_once():
-    with pytest.raises(AgentValidationError) as raised:
+    with pytest.raises(ValidationError) as raised:
         validate(max_rounds=-1, on_round_cap="stop", label="")
 
     assert set(raised.value.errors) == {"max_rounds", "on_round_cap", "label"}
 
 
 def test_validation_errors_are_value_errors():
-    assert issubclass(AgentValidationError, ValueError)
+    assert issubclass(ValidationError, ValueError)
 
 
 @pytest.mark.parametrize(
@@ -327,7 +327,7 @@ def test_overrides_do_not_mutate_their_inputs():
     ids=lambda value: repr(value) if isinstance(value, (dict, list)) else None,
 )
 def test_bad_overrides_are_refused_naming_the_field(overrides, field, message):
-    with pytest.raises(AgentValidationError) as raised:
+    with pytest.raises(ValidationError) as raised:
         apply_overrides({"id": "agent", "label": "Agent"}, overrides)
 
     assert raised.value.errors == {field: message}

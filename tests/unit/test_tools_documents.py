@@ -1,5 +1,3 @@
-import sqlite3
-
 import pytest
 from jsonschema import Draft202012Validator
 
@@ -10,7 +8,6 @@ from engine.tools.documents import (
     CORPUS_FOLDER,
     DOCUMENT_TOOLS,
     MemoryDocumentStore,
-    SqliteDocumentStore,
     fts_query,
     list_documents,
     load_corpus_files,
@@ -19,36 +16,10 @@ from engine.tools.documents import (
     sample_document_store,
 )
 
-APP_SCHEMA = """
-CREATE TABLE documents (id TEXT PRIMARY KEY, title TEXT NOT NULL, body TEXT NOT NULL, updated_at TEXT);
-CREATE VIRTUAL TABLE documents_fts USING fts5(title, body, content="documents");
-"""
 SMALL_CORPUS = [
     {"id": "kettles", "title": "Kettles", "body": "A kettle boils water in three minutes."},
     {"id": "teapots", "title": "Teapots", "body": "Warm the teapot before brewing."},
 ]
-
-
-def insert_document(connection, document):
-    """What the app's FTS triggers do: a row in documents, the same rowid in documents_fts."""
-    rowid = connection.execute(
-        "INSERT INTO documents (id, title, body) VALUES (:id, :title, :body)", document
-    ).lastrowid
-    connection.execute(
-        "INSERT INTO documents_fts (rowid, title, body) VALUES (?, ?, ?)", (rowid, document["title"], document["body"])
-    )
-
-
-@pytest.fixture
-def database_path(tmp_path):
-    path = tmp_path / "toolgate.db"
-    with sqlite3.connect(path) as connection:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.executescript(APP_SCHEMA)
-        for document in SMALL_CORPUS:
-            insert_document(connection, document)
-    connection.close()
-    return path
 
 
 @pytest.fixture
@@ -126,41 +97,6 @@ def test_load_corpus_files_reads_markdown_and_text_files(tmp_path):
 
 
 # The app's database file
-
-
-def test_sqlite_store_lists_gets_and_searches_the_app_schema(database_path):
-    store = SqliteDocumentStore(database_path)
-    assert store.list_documents() == [{"id": "kettles", "title": "Kettles"}, {"id": "teapots", "title": "Teapots"}]
-    assert store.get("teapots") == SMALL_CORPUS[1]
-    assert store.get("missing") is None
-    assert [hit["id"] for hit in store.search("How do I warm a teapot?")] == ["teapots"]
-
-
-def test_sqlite_store_sees_documents_the_app_writes_later(database_path):
-    store = SqliteDocumentStore(database_path)
-    store.list_documents()
-    with sqlite3.connect(database_path) as connection:
-        insert_document(connection, {"id": "cups", "title": "Cups", "body": "Cups hold tea."})
-    connection.close()
-    assert [hit["id"] for hit in store.search("cups")] == ["cups"]
-
-
-def test_sqlite_store_reads_while_the_app_holds_a_write_transaction(database_path):
-    writer = sqlite3.connect(database_path)
-    writer.execute("BEGIN IMMEDIATE")
-    insert_document(writer, {"id": "cups", "title": "Cups", "body": "Cups hold tea."})
-    try:
-        assert [hit["id"] for hit in SqliteDocumentStore(database_path).search("kettle cups")] == ["kettles"]
-    finally:
-        writer.rollback()
-        writer.close()
-
-
-def test_sqlite_store_does_not_create_a_missing_database(tmp_path):
-    path = tmp_path / "missing.db"
-    with pytest.raises(sqlite3.OperationalError):
-        SqliteDocumentStore(path).list_documents()
-    assert not path.exists()
 
 
 # Retrieval
