@@ -56,9 +56,11 @@ def create_app(test_config=None, instance_path=None):
     if app.config["TOOL_REGISTRY"] is None:
         app.config["TOOL_REGISTRY"] = default_registry()  # a tool name clash fails here, at start-up
     db.init_app(app)
+    created = not os.path.exists(app.config["DATABASE"])
     connection = db.open_db(app.config["DATABASE"])
     try:
-        migrations.migrate(connection)
+        # What start-up did to the database, for `flask init-db` to report truthfully.
+        app.extensions["toolgate_schema"] = {"created": created, "applied": migrations.migrate(connection)}
     finally:
         connection.close()
 

@@ -27,13 +27,19 @@ OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --
 @click.command("init-db")
 @with_appcontext
 def init_db_command():
-    """Create the database, or upgrade it to the current schema."""
-    applied = migrations.migrate(get_db())
+    """Create the database, or upgrade it to the current schema.
+
+    The app migrates when it starts, which `flask` does before running this command: what start-up did is
+    reported with what this command applies itself."""
+    schema = current_app.extensions["toolgate_schema"]
+    applied = schema["applied"] + migrations.migrate(get_db())
     path = current_app.config["DATABASE"]
-    if applied:
-        click.echo(f"Applied {', '.join(applied)} to {path}.")
+    if schema["created"]:
+        click.echo(f"Created the database at {path} ({len(applied)} migration steps: {', '.join(applied)}).")
+    elif applied:
+        click.echo(f"Upgraded the database at {path}: applied {', '.join(applied)}.")
     else:
-        click.echo(f"The database at {path} is up to date.")
+        click.echo(f"The database at {path} is up to date: no migration step was pending.")
 
 
 @click.command("load-demo")

@@ -1,26 +1,26 @@
-"""The database schema as named, sortable steps, applied at start-up.
+"""The database schema as named steps, applied at start-up with sqlite-utils' own `Migrations`.
 
-Each step runs once and is recorded in the `migrations` table, so a database from an older version upgrades
-itself when the app starts. Never edit a step that has shipped: add a new one. Steps run in a transaction,
-except those marked non-transactional (switching the journal mode to WAL cannot happen inside one).
+Each step runs once and is recorded in `_sqlite_migrations`, so a database from an older version upgrades itself
+when the app starts. Never edit a step that has shipped: add a new one. Steps run in a transaction, except those
+marked non-transactional (switching the journal mode to WAL cannot happen inside one).
+
+Databases made before this module used sqlite-utils' mechanism recorded their steps in a table of their own,
+`migrations`; `migrate` carries those names over before anything is applied, so no step runs twice.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from sqlite_utils import Migrations
+
+migrations = Migrations("toolgate")
+
+LEGACY_TABLE = "migrations"
 
 
-@dataclass(frozen=True)
-class Migration:
-    name: str
-    apply: Callable
-    transactional: bool = True
-
-
+@migrations(name="0001_enable_wal", transactional=False)
 def _enable_wal(db):
     db.enable_wal()
 
 
+@migrations(name="0002_create_agents")
 def _create_agents(db):
     # Every agent field but id, revision and tools lives in `data` (the agent's JSON form); reads fill in
     # defaults, so a field added later needs no migration. `label` is copied out for ordering.
@@ -38,6 +38,7 @@ def _create_agents(db):
     )
 
 
+@migrations(name="0003_create_providers")
 def _create_providers(db):
     db["providers"].create(
         {
@@ -54,6 +55,7 @@ def _create_providers(db):
     )
 
 
+@migrations(name="0004_create_documents")
 def _create_documents(db):
     db["documents"].create(
         {"id": str, "title": str, "body": str, "updated_at": str},
@@ -63,6 +65,7 @@ def _create_documents(db):
     db["documents"].enable_fts(["title", "body"], fts_version="FTS5", create_triggers=True)
 
 
+@migrations(name="0005_create_runs")
 def _create_runs(db):
     # No foreign key to agents: a run outlives its agent.
     db["runs"].create(
@@ -86,6 +89,7 @@ def _create_runs(db):
     db["runs"].create_index(["stop_reason"])
 
 
+@migrations(name="0006_create_log")
 def _create_log(db):
     db["log"].create(
         {
@@ -103,38 +107,28 @@ def _create_log(db):
     db["log"].create_index(["level"])
 
 
-MIGRATIONS = (
-    Migration("0001_enable_wal", _enable_wal, transactional=False),
-    Migration("0002_create_agents", _create_agents),
-    Migration("0003_create_providers", _create_providers),
-    Migration("0004_create_documents", _create_documents),
-    Migration("0005_create_runs", _create_runs),
-    Migration("0006_create_log", _create_log),
-)
+def _carry_over_legacy_names(db):
+    """Record the steps an older database listed in its own `migrations` table, then drop that table."""
+    if LEGACY_TABLE not in db.table_names():
+        return
+    with db.atomic():
+        migrations.ensure_migrations_table(db)
+        recorded = {migration.name for migration in migrations.applied(db)}
+        for row in db[LEGACY_TABLE].rows_where(order_by="name"):
+            if row["name"] not in recorded:
+                db[migrations.migrations_table].insert(
+                    {"migration_set": migrations.name, "name": row["name"], "applied_at": row["applied_at"]}
+                )
+        db[LEGACY_TABLE].drop()
 
 
 def applied_migrations(db):
-    if "migrations" not in db.table_names():
-        return set()
-    return {row["name"] for row in db["migrations"].rows}
+    return [migration.name for migration in migrations.applied(db)]
 
 
-def migrate(db, migrations=MIGRATIONS):
-    """Apply every step not yet recorded, in name order. Returns the names applied."""
-    if "migrations" not in db.table_names():
-        db["migrations"].create({"name": str, "applied_at": str}, pk="name")
-    done = applied_migrations(db)
-    applied = []
-    for migration in sorted(migrations, key=lambda step: step.name):
-        if migration.name in done:
-            continue
-        record = {"name": migration.name, "applied_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        if migration.transactional:
-            with db.atomic():
-                migration.apply(db)
-                db["migrations"].insert(record)
-        else:
-            migration.apply(db)
-            db["migrations"].insert(record)
-        applied.append(migration.name)
-    return applied
+def migrate(db):
+    """Apply every step not yet recorded, in order. Returns the names applied (empty when up to date)."""
+    _carry_over_legacy_names(db)
+    pending = [migration.name for migration in migrations.pending(db)]
+    migrations.apply(db)
+    return pending

@@ -1,8 +1,10 @@
 """The factory, the database and its migrations, CSRF and the error pages."""
 
 import os
+import shutil
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
 import sqlite_utils
@@ -12,6 +14,12 @@ from store import migrations
 from store.db import open_db
 from tests.conftest import make_app
 from tests.support import agent_form_data
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def every_step_name():
+    return [step.name for step in migrations.migrations.pending(sqlite_utils.Database(memory=True))]
 
 
 def test_the_secret_key_is_generated_into_the_instance_folder_once(tmp_path):
@@ -37,11 +45,11 @@ def test_the_database_defaults_to_the_instance_folder(tmp_path):
 
 def test_start_up_creates_every_table_in_wal_mode(app):
     db = sqlite_utils.Database(app.config["DATABASE"])
-    assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log", "migrations"} <= set(
-        db.table_names()
-    )
+    assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log"} <= set(db.table_names())
     assert db.journal_mode == "wal"
-    assert [row["name"] for row in db["migrations"].rows] == [step.name for step in migrations.MIGRATIONS]
+    assert migrations.applied_migrations(db) == [
+        step.name for step in migrations.migrations.pending(open_db(":memory:"))
+    ]
     assert db["runs"].pks == ["id"] and db["log"].pks == ["id"]
     assert {tuple(index.columns) for index in db["runs"].indexes} >= {("agent_id", "id"), ("stop_reason",)}
     assert {tuple(index.columns) for index in db["log"].indexes} >= {("agent_id",), ("level",)}
@@ -49,14 +57,14 @@ def test_start_up_creates_every_table_in_wal_mode(app):
 
 
 def test_migration_names_are_unique_and_sorted():
-    names = [step.name for step in migrations.MIGRATIONS]
+    names = every_step_name()
     assert names == sorted(names) and len(set(names)) == len(names)
 
 
 def test_a_database_from_an_older_version_upgrades_on_start(tmp_path):
     path = tmp_path / "toolgate.db"
     old = sqlite_utils.Database(path)
-    migrations.migrate(old, migrations.MIGRATIONS[:3])  # a version that had agents and providers only
+    migrations.migrations.apply(old, stop_before="0004_create_documents")  # a version with agents and providers
     old["agents"].insert({"id": "kept", "label": "Kept", "data": '{"label": "Kept"}', "revision": 4})
     assert "runs" not in old.table_names()
     old.close()
@@ -66,6 +74,31 @@ def test_a_database_from_an_older_version_upgrades_on_start(tmp_path):
     assert {"documents", "runs", "log"} <= set(db.table_names())
     agent = app.test_client().get("/api/agents/kept").get_json()
     assert agent["label"] == "Kept" and agent["revision"] == 4 and agent["max_rounds"] == 10  # read with defaults
+
+
+def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_path):
+    """tests/fixtures/toolgate-0.1.db was made by the code that recorded its steps in its own `migrations`
+    table: init-db, load-demo, one run of catalog_explorer."""
+    path = tmp_path / "toolgate.db"
+    shutil.copy(FIXTURES / "toolgate-0.1.db", path)
+    app = make_app(tmp_path)
+    assert app.extensions["toolgate_schema"] == {"created": False, "applied": []}
+    db = open_db(str(path))
+    assert "migrations" not in db.table_names()
+    assert migrations.applied_migrations(db)[:6] == [
+        "0001_enable_wal",
+        "0002_create_agents",
+        "0003_create_providers",
+        "0004_create_documents",
+        "0005_create_runs",
+        "0006_create_log",
+    ]
+    client = app.test_client()
+    agents = client.get("/api/agents").get_json()["agents"]
+    assert [agent["id"] for agent in agents] == ["canvas_builder", "catalog_explorer", "docs_assistant"]
+    run = client.get("/api/runs/1").get_json()
+    assert run["agent_id"] == "catalog_explorer" and run["stop_reason"] == "answered" and run["rejected_calls"] == 2
+    assert db["documents"].count == 12 and db["log"].count == 1
 
 
 def test_migrating_twice_applies_nothing(app):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from store.demo import DEMO_AGENTS
+from tests.conftest import make_app
 
 
 def agent_json(runner, agent_id):
@@ -13,10 +14,17 @@ def agent_json(runner, agent_id):
     return json.loads(result.output)
 
 
-def test_init_db_reports_an_up_to_date_database(runner, app):
+def test_init_db_says_it_created_a_new_database(runner, app):
     result = runner.invoke(args=["init-db"])
     assert result.exit_code == 0
-    assert f"The database at {app.config['DATABASE']} is up to date." in result.output
+    assert f"Created the database at {app.config['DATABASE']} (6 migration steps: 0001_enable_wal," in result.output
+
+
+def test_init_db_reports_an_up_to_date_database(tmp_path):
+    make_app(tmp_path)
+    result = make_app(tmp_path).test_cli_runner().invoke(args=["init-db"])
+    assert result.exit_code == 0
+    assert "is up to date: no migration step was pending." in result.output
 
 
 def test_load_demo_loads_the_agents_and_the_sample_documents(runner, client, database):
