@@ -1,8 +1,9 @@
 """The gate alone on one response of 1, 10, 100 and 1,000 calls: its cost must grow linearly."""
 
 from engine.config import load_agent
-from engine.gate import ToolCall, review_calls
+from engine.gate import review_calls
 from engine.tools import default_registry
+from engine.types import ToolCall
 
 from .timing import microseconds, per_call_seconds
 

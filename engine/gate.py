@@ -4,13 +4,13 @@ Pure: it reads the calls, the agent's settings, the registry and how often each 
 and returns one verdict per call, in response order. Executing and logging are the loop's business.
 """
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 
 from . import texts
+from .types import ToolCall
 
 UNKNOWN_TOOL = "unknown_tool"
 INVALID_ARGUMENTS = "invalid_arguments"
@@ -18,38 +18,6 @@ CALL_LIMIT = "call_limit"
 RESTRICTED_REPEAT = "restricted_repeat"
 COLLATERAL = "collateral"
 TOOLS_DISABLED = "tools_disabled"
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: object  # the raw JSON string the model sent, or an already parsed value
-
-    def parsed_arguments(self):
-        """(value, error): the arguments as JSON, or why they are not a JSON object."""
-        value = self.arguments
-        if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as error:
-                return None, f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
-        if not isinstance(value, dict):
-            return None, "the arguments must be a JSON object"
-        return value, None
-
-    def arguments_for_display(self):
-        """Parsed arguments when they are JSON, else the raw text: what a person reading the run wants."""
-        if isinstance(self.arguments, str):
-            try:
-                return json.loads(self.arguments)
-            except json.JSONDecodeError:
-                return self.arguments
-        return self.arguments
-
-    def arguments_json(self):
-        """The arguments as the string an OpenAI assistant message carries."""
-        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
 
 
 @dataclass(frozen=True)
@@ -86,7 +54,7 @@ def _schema_errors(tool, arguments):
     return "; ".join(details)
 
 
-def _review_one(call, config, registry, runs_so_far):
+def _review_one(call, config, registry, calls_so_far):
     tool = registry.get(call.name) if call.name in config.tools else None
     if tool is None:
         return Verdict(call, False, UNKNOWN_TOOL, texts.UNKNOWN_TOOL)
@@ -96,20 +64,20 @@ def _review_one(call, config, registry, runs_so_far):
     if error is not None:
         return Verdict(call, False, INVALID_ARGUMENTS, texts.INVALID_ARGUMENTS.format(name=call.name, detail=error))
     limit = config.settings_for(call.name).max_calls_per_run
-    if limit and runs_so_far[call.name] >= limit:
+    if limit and calls_so_far[call.name] >= limit:
         return Verdict(call, False, CALL_LIMIT, texts.CALL_LIMIT.format(name=call.name, limit=limit))
     return Verdict(call, True, arguments=arguments)
 
 
-def review_calls(calls, config, registry, runs_so_far=None):
-    """Decide every call of one response. `runs_so_far` counts, per tool name, the calls that already ran in
+def review_calls(calls, config, registry, calls_so_far=None):
+    """Decide every call of one response. `calls_so_far` counts, per tool name, the calls that already ran in
     this run (for max_calls_per_run); it is not modified."""
-    runs = Counter(runs_so_far or {})
+    counted = Counter(calls_so_far or {})  # plus the calls allowed earlier in this response
     verdicts = []
     for call in calls:
-        verdict = _review_one(call, config, registry, runs)
+        verdict = _review_one(call, config, registry, counted)
         if verdict.allowed:
-            runs[call.name] += 1
+            counted[call.name] += 1
         verdicts.append(verdict)
 
     counts = Counter(call.name for call in calls)

@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections import Counter
+from dataclasses import replace
 
 from . import texts
 from .config import MESSAGE_MAX, ValidationError, load_agent
@@ -16,6 +17,8 @@ from .providers import ProviderError, model_for_agent
 from .tools import ToolError, default_registry
 from .tools.context import RunContext
 from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, store_for
+from .types import ERROR as CALL_ERROR
+from .types import EXECUTED, REJECTED, CallRecord, Round, RunRecord
 
 logger = logging.getLogger("toolgate")
 
@@ -25,6 +28,7 @@ ANSWERED = "answered"
 ROUND_CAP = "round_cap"
 RETURN_DIRECTLY = "return_directly"
 ERROR = "error"
+TOOL_ERROR = "tool_error"
 STOP_REASONS = (ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR)
 
 
@@ -33,7 +37,7 @@ def _tool_output_text(output):
 
 
 class _Run:
-    """The mutable state of one run; `run_agent` drives it and returns its `result()`."""
+    """The mutable state of one run; `run_agent` drives it and returns its `record()`."""
 
     def __init__(self, config, agent, message, overrides, registry, model, documents, on_event):
         self.config = config
@@ -48,7 +52,7 @@ class _Run:
         self.rounds = []
         self.log = []
         self.rounds_used = 0
-        self.ran = Counter()  # calls per tool that ran (executed or raised), for max_calls_per_run
+        self.calls_so_far = Counter()  # calls per tool that ran (executed or raised), for max_calls_per_run
         self.executed = set()  # tools that executed successfully, for require_usage
         self.stop_reason = None
         self.answer = None
@@ -102,44 +106,29 @@ class _Run:
                 self.write_log("error", "provider_error", f'The agent "{self.config.id}" stopped: {error}')
                 self.finish(ERROR, None)
                 break
-            round_ = self.record_response(response, tools)
+            self.append_assistant_message(response)
+            offered = tuple(tool["function"]["name"] for tool in tools) if tools else None
+            round_ = Round(number=len(self.rounds) + 1, tools_offered=offered, response=response)
             if not response.tool_calls:
-                self.after_answer(round_, response, offered=offer)
+                round_ = self.after_answer(round_, response, offered=offer)
             elif not offer:
-                self.answer_tool_calls(round_, reject_without_tools(response.tool_calls))
+                round_ = self.answer_tool_calls(round_, reject_without_tools(response.tool_calls))
                 self.finish(TOOLS_DISABLED, response.content or self.cap_message())
             else:
                 self.rounds_used += 1
-                self.tool_round(round_, response)
-            self.emit({"type": "round", "round": round_})
+                round_ = self.tool_round(round_, response)
+            self.rounds.append(round_)
+            self.emit({"type": "round", "round": round_.to_json()})
 
-    def record_response(self, response, tools):
+    def append_assistant_message(self, response):
         # Without tool calls, OpenAI refuses an assistant message whose content is null.
         assistant = {
             "role": "assistant",
             "content": response.content if response.tool_calls else response.content or "",
         }
         if response.tool_calls:
-            assistant["tool_calls"] = [
-                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments_json()}}
-                for call in response.tool_calls
-            ]
+            assistant["tool_calls"] = [call.to_message() for call in response.tool_calls]
         self.messages.append(assistant)
-        round_ = {
-            "number": len(self.rounds) + 1,
-            "tools_offered": [tool["function"]["name"] for tool in tools] if tools else None,
-            "assistant": {
-                "content": response.content,
-                "tool_calls": [
-                    {"id": call.id, "name": call.name, "arguments": call.arguments_for_display()}
-                    for call in response.tool_calls
-                ],
-            },
-            "calls": [],
-            "reminder": None,
-        }
-        self.rounds.append(round_)
-        return round_
 
     def after_answer(self, round_, response, offered):
         if offered:
@@ -151,82 +140,74 @@ class _Run:
             if missing:
                 reminder = texts.REQUIRE_USAGE_REMINDER.format(names=", ".join(missing))
                 self.messages.append({"role": "system", "content": reminder})
-                round_["reminder"] = reminder
                 self.rounds_used += 1
-                return
+                return replace(round_, reminder=reminder)
             self.finish(ANSWERED, response.content or "")
         else:
             withheld_by_cap = self.config.max_rounds > 0 and bool(self.config.tools)
             self.finish(ROUND_CAP if withheld_by_cap else ANSWERED, response.content or "")
+        return round_
 
     def tool_round(self, round_, response):
-        review = review_calls(response.tool_calls, self.config, self.registry, self.ran)
+        review = review_calls(response.tool_calls, self.config, self.registry, self.calls_so_far)
         if review.restricted_tools:
             self.write_log("error", "policy_violation", restriction_log_message(self.config.id, review))
-        direct_output = self.answer_tool_calls(round_, review)
-        if direct_output is not None:
-            self.finish(RETURN_DIRECTLY, direct_output)
+        round_ = self.answer_tool_calls(round_, review)
+        direct = next(
+            (
+                call
+                for call in round_.calls
+                if call.status == EXECUTED and self.config.settings_for(call.call.name).return_directly
+            ),
+            None,
+        )
+        if direct is not None:
+            self.finish(RETURN_DIRECTLY, direct.output)
+        return round_
 
     def answer_tool_calls(self, round_, review):
-        """Run the allowed calls in response order; one tool message per call id. Returns the output of the
-        first executed return_directly call, if any."""
-        direct_output = None
+        """Run the allowed calls in response order; one tool message per call id."""
+        records = []
         for verdict in review.verdicts:
-            call = verdict.call
-            entry = {
-                "id": call.id,
-                "name": call.name,
-                "arguments": call.arguments_for_display(),
-                "status": "rejected",
-                "reason": verdict.reason,
-                "message": verdict.message,
-                "output": None,
-            }
             if verdict.allowed:
-                entry.update(self.execute(call, verdict.arguments))
-                settings = self.config.settings_for(call.name)
-                if entry["status"] == "executed" and settings.return_directly and direct_output is None:
-                    direct_output = entry["output"]
-            content = entry["output"] if entry["status"] == "executed" else entry["message"]
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            round_["calls"].append(entry)
-        return direct_output
+                record = self.execute(verdict.call, verdict.arguments)
+            else:
+                record = CallRecord(verdict.call, REJECTED, verdict.reason, verdict.message)
+            self.messages.append({"role": "tool", "tool_call_id": verdict.call.id, "content": record.tool_message})
+            records.append(record)
+        return replace(round_, calls=tuple(records))
 
     def execute(self, call, arguments):
-        self.ran[call.name] += 1
+        self.calls_so_far[call.name] += 1
         tool = self.registry.get(call.name)
         try:
             output = _tool_output_text(tool.handler(arguments, self.context))
         except ToolError as error:
-            return {"status": "error", "reason": "tool_error", "message": f"Error: {error}"}
+            return CallRecord(call, CALL_ERROR, TOOL_ERROR, f"Error: {error}")
         except Exception as error:  # a broken tool is the model's problem to hear about, not a crash
             logger.exception("Tool %s raised", call.name)
-            return {"status": "error", "reason": "tool_error", "message": f"Error: {call.name} failed: {error}"}
+            return CallRecord(call, CALL_ERROR, TOOL_ERROR, f"Error: {call.name} failed: {error}")
         self.executed.add(call.name)
-        return {"status": "executed", "reason": None, "message": None, "output": output}
+        return CallRecord(call, EXECUTED, output=output)
 
-    def result(self, duration_ms):
-        calls = [call for round_ in self.rounds for call in round_["calls"]]
-        return {
-            "agent_id": self.config.id,
-            "message": self.message,
-            "overrides": self.overrides,
-            "agent": self.agent,
-            "stop_reason": self.stop_reason,
-            "answer": self.answer,
-            "error": self.error,
-            "rounds": self.rounds,
-            "messages": self.messages,
-            "tool_calls": sum(1 for call in calls if call["status"] != "rejected"),
-            "rejected_calls": sum(1 for call in calls if call["status"] == "rejected"),
-            "rounds_used": self.rounds_used,
-            "max_rounds": self.config.max_rounds,
-            "model_requests": len(self.rounds),
-            "sources": self.context.sources,
-            "layout": self.context.layout,
-            "log": self.log,
-            "duration_ms": round(duration_ms, 3),
-        }
+    def record(self, duration_ms):
+        return RunRecord(
+            agent_id=self.config.id,
+            message=self.message,
+            overrides=self.overrides,
+            agent=self.agent,
+            stop_reason=self.stop_reason,
+            answer=self.answer,
+            error=self.error,
+            rounds=tuple(self.rounds),
+            messages=tuple(self.messages),
+            rounds_used=self.rounds_used,
+            max_rounds=self.config.max_rounds,
+            sources=tuple(self.context.sources),
+            layout=tuple(self.context.layout),
+            log=tuple(self.log),
+            duration_ms=duration_ms,
+        )
 
 
 def run_agent(
@@ -267,4 +248,4 @@ def run_agent(
         run.finish(ERROR, None)
     else:
         run.drive()
-    return run.result((time.perf_counter() - started) * 1000)
+    return run.record((time.perf_counter() - started) * 1000).to_json()

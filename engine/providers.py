@@ -7,13 +7,12 @@ client pointed at an in-process WSGI endpoint.
 """
 
 import os
-from dataclasses import dataclass
 
 import httpx2
 import openai
 
-from .gate import ToolCall
 from .scripted import ScriptedModel
+from .types import ModelResponse, ToolCall
 
 SCRIPTED_BASE_URL = "http://scripted.toolgate.invalid/v1"
 DEFAULT_TIMEOUT = 60.0
@@ -21,12 +20,6 @@ DEFAULT_TIMEOUT = 60.0
 
 class ProviderError(Exception):
     """The model could not be asked or its answer could not be read; the text is shown to people."""
-
-
-@dataclass(frozen=True)
-class ModelResponse:
-    content: str | None
-    tool_calls: tuple  # of ToolCall
 
 
 class ChatModel:

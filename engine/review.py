@@ -1,8 +1,9 @@
 """The gate for clients that drive their own loop: one response's tool calls in, verdicts and tool messages out."""
 
 from .config import ValidationError, load_agent
-from .gate import ToolCall, restriction_log_message, review_calls
+from .gate import restriction_log_message, review_calls
 from .tools import default_registry
+from .types import ToolCall
 
 
 def parse_tool_call(data, index):
@@ -22,9 +23,9 @@ def parse_tool_call(data, index):
     return ToolCall(id=data["id"], name=name, arguments=arguments)
 
 
-def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_so_far=None):
+def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls_so_far=None):
     """The gate's verdict on one response: which ids may run, why the others may not, and the tool messages to
-    append for the rejected ones, and the log entry of a policy violation. Nothing executes. `runs_so_far` maps
+    append for the rejected ones, and the log entry of a policy violation. Nothing executes. `calls_so_far` maps
     tool names to how often they already ran in the client's run (for max_calls_per_run). Raises
     ValidationError naming the bad field."""
     if not isinstance(tool_calls, list):
@@ -35,7 +36,7 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_
     ids = [call.id for call in calls]
     if len(set(ids)) != len(ids):
         raise ValidationError({"tool_calls": "every call needs its own id"})
-    review = review_calls(calls, config, registry, _checked_runs_so_far(runs_so_far))
+    review = review_calls(calls, config, registry, _checked_calls_so_far(calls_so_far))
     violation = restriction_log_message(config.id, review) if review.restricted_tools else None
     return {
         "execute": [verdict.call.id for verdict in review.verdicts if verdict.allowed],
@@ -61,7 +62,7 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, runs_
     }
 
 
-def _checked_runs_so_far(value):
+def _checked_calls_so_far(value):
     if value is None:
         return None
     if not isinstance(value, dict):

@@ -57,7 +57,7 @@ def review_and_log_gate(db, agent_id, tool_calls, overrides=None, calls_so_far=N
     written to the log (without a run). Raises store.NotFound or ValidationError naming the field.
     """
     agent = agent_store.get_agent(db, agent_id)
-    review = engine.review_tool_calls(agent, tool_calls, overrides, registry=registry, runs_so_far=calls_so_far)
+    review = engine.review_tool_calls(agent, tool_calls, overrides, registry=registry, calls_so_far=calls_so_far)
     if review["log"]:
         with db.atomic():
             log_store.add_entries(db, review["log"])

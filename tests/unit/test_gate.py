@@ -4,8 +4,9 @@ import pytest
 from unit_helpers import COLLATERAL_LIST_BUNDLES, RESTRICTED_LIST_BUNDLES, UNKNOWN_TOOL
 
 from engine.config import load_agent
-from engine.gate import ToolCall, reject_without_tools, restriction_log_message, review_calls
+from engine.gate import reject_without_tools, restriction_log_message, review_calls
 from engine.tools import default_registry
+from engine.types import ToolCall
 
 REGISTRY = default_registry()
 RESTRICTED = {"restrict_multiple_calls": True}
@@ -23,8 +24,8 @@ def calls(*specs):
     ]
 
 
-def review(tools, *specs, runs_so_far=None):
-    return review_calls(calls(*specs), config_for(tools), REGISTRY, runs_so_far)
+def review(tools, *specs, calls_so_far=None):
+    return review_calls(calls(*specs), config_for(tools), REGISTRY, calls_so_far)
 
 
 def decided(result):
@@ -100,12 +101,12 @@ def test_calls_past_max_calls_per_run_are_rejected():
 
 
 def test_call_limit_counts_the_calls_that_already_ran_in_the_run():
-    runs_so_far = {"list_bundles": 1}
+    calls_so_far = {"list_bundles": 1}
 
-    result = review({"list_bundles": {"max_calls_per_run": 2}}, NODE, TAXONOMY, runs_so_far=runs_so_far)
+    result = review({"list_bundles": {"max_calls_per_run": 2}}, NODE, TAXONOMY, calls_so_far=calls_so_far)
 
     assert [v.reason for v in result.verdicts] == [None, "call_limit"]
-    assert runs_so_far == {"list_bundles": 1}
+    assert calls_so_far == {"list_bundles": 1}
 
 
 def test_rejected_calls_do_not_use_up_the_call_limit():

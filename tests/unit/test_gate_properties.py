@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from unit_helpers import ARGUMENT_KINDS, VALID_KINDS, RecordingTools, arguments_for
 
 from engine.config import load_agent
-from engine.gate import ToolCall, review_calls
+from engine.gate import review_calls
+from engine.types import ToolCall
 
 TOOLS = RecordingTools(names=("alpha", "beta", "gamma", "delta"))
 ENABLEABLE = ("alpha", "beta", "gamma")  # delta is registered but never enabled; ghost is not registered
@@ -22,7 +23,7 @@ enabled_tools = st.dictionaries(st.sampled_from(ENABLEABLE), tool_settings)
 call_specs = st.lists(
     st.tuples(st.sampled_from(NAMES), st.sampled_from(ARGUMENT_KINDS), st.integers(0, 5)), max_size=20
 )
-runs_so_far = st.dictionaries(st.sampled_from(ENABLEABLE), st.integers(0, 4))
+calls_so_far = st.dictionaries(st.sampled_from(ENABLEABLE), st.integers(0, 4))
 
 # Raw values an OpenAI-compatible server might hand over as arguments, besides strings.
 RAW_VALUES = ([1], 3, None, "")
@@ -62,7 +63,7 @@ def expected_allowed(specs, config, runs):
 
 
 @PROPERTY_SETTINGS
-@given(enabled_tools, call_specs, runs_so_far, st.integers(0, 3))
+@given(enabled_tools, call_specs, calls_so_far, st.integers(0, 3))
 def test_every_call_gets_exactly_one_verdict_in_response_order(tools, specs, runs, raw):
     calls = build_calls(specs, raw)
 
@@ -72,7 +73,7 @@ def test_every_call_gets_exactly_one_verdict_in_response_order(tools, specs, run
 
 
 @PROPERTY_SETTINGS
-@given(enabled_tools, call_specs, runs_so_far, st.integers(0, 3))
+@given(enabled_tools, call_specs, calls_so_far, st.integers(0, 3))
 def test_a_repeated_restricted_tool_rejects_the_whole_response(tools, specs, runs, raw):
     config = config_for(tools)
     repeated = repeated_restricted(specs, config)
@@ -90,7 +91,7 @@ def test_a_repeated_restricted_tool_rejects_the_whole_response(tools, specs, run
 
 
 @PROPERTY_SETTINGS
-@given(enabled_tools, call_specs, runs_so_far, st.integers(0, 3))
+@given(enabled_tools, call_specs, calls_so_far, st.integers(0, 3))
 def test_no_restricted_tool_is_allowed_twice_in_one_response(tools, specs, runs, raw):
     config = config_for(tools)
 
@@ -101,7 +102,7 @@ def test_no_restricted_tool_is_allowed_twice_in_one_response(tools, specs, runs,
 
 
 @PROPERTY_SETTINGS
-@given(enabled_tools, call_specs, runs_so_far, st.integers(0, 3))
+@given(enabled_tools, call_specs, calls_so_far, st.integers(0, 3))
 def test_step_one_allows_exactly_the_known_valid_calls_within_their_limit(tools, specs, runs, raw):
     config = config_for(tools)
 
@@ -112,7 +113,7 @@ def test_step_one_allows_exactly_the_known_valid_calls_within_their_limit(tools,
 
 
 @PROPERTY_SETTINGS
-@given(enabled_tools, call_specs, runs_so_far, st.integers(0, 3))
+@given(enabled_tools, call_specs, calls_so_far, st.integers(0, 3))
 def test_a_rejected_call_has_a_reason_and_a_message_and_an_allowed_one_neither(tools, specs, runs, raw):
     review = review_calls(build_calls(specs, raw), config_for(tools), TOOLS.registry, runs)
 
@@ -132,7 +133,7 @@ def test_a_rejected_call_has_a_reason_and_a_message_and_an_allowed_one_neither(t
 
 
 @PROPERTY_SETTINGS
-@given(enabled_tools, call_specs, runs_so_far, st.integers(0, 3))
+@given(enabled_tools, call_specs, calls_so_far, st.integers(0, 3))
 def test_allowed_calls_never_exceed_max_calls_per_run(tools, specs, runs, raw):
     config = config_for(tools)
     runs_before = dict(runs)

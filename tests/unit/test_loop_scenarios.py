@@ -24,8 +24,8 @@ from unit_helpers import (
 )
 
 from engine import run_agent
-from engine.providers import ModelResponse
 from engine.tools import default_registry
+from engine.types import ModelResponse
 
 RESTRICTED = {"restrict_multiple_calls": True}
 TWO_BUNDLE_CALLS = tool_round(

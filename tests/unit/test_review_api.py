@@ -105,11 +105,11 @@ def test_overrides_apply_to_the_review():
     assert result["calls"][1]["reason"] == "invalid_arguments"
 
 
-def test_runs_so_far_count_towards_max_calls_per_run():
+def test_calls_so_far_count_towards_max_calls_per_run():
     agent = make_agent({"list_entity_types": {"max_calls_per_run": 3}})
     calls = [{"id": "a", "name": "list_entity_types"}, {"id": "b", "name": "list_entity_types"}]
 
-    result = review_tool_calls(agent, calls, runs_so_far={"list_entity_types": 2})
+    result = review_tool_calls(agent, calls, calls_so_far={"list_entity_types": 2})
 
     assert result["execute"] == ["a"]
     assert result["tool_messages"] == [

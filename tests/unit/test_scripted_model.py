@@ -6,9 +6,9 @@ import httpx2
 import pytest
 from unit_helpers import answer, call, tool_round
 
-from engine.gate import ToolCall
-from engine.providers import ModelResponse, scripted_model
+from engine.providers import scripted_model
 from engine.scripted import ScriptedModel, scripted_reply
+from engine.types import ModelResponse, ToolCall
 
 TOOLS = [{"type": "function", "function": {"name": "list_entity_types", "parameters": {"type": "object"}}}]
 USER = {"role": "user", "content": "Hi."}

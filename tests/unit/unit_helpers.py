@@ -10,10 +10,10 @@ import json
 
 import httpx2
 
-from engine.gate import ToolCall
-from engine.providers import ModelResponse, connection_model, scripted_model
+from engine.providers import connection_model, scripted_model
 from engine.scripted import ScriptedModel, scripted_reply
 from engine.tools.registry import Tool, ToolRegistry
+from engine.types import ModelResponse, ToolCall
 
 RESTRICTED_LIST_BUNDLES = (
     'Error: The tool "list_bundles" may only be called once per response. None of the tool calls in this '
