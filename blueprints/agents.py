@@ -10,7 +10,7 @@ from flask import Blueprint, abort, render_template, request
 
 from blueprints import confirm_delete, done, forms, get_or_404, tool_registry
 from engine import texts
-from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, machine_name
 from store import RevisionConflict
 from store import agents as agent_store
 from store import providers as provider_store
@@ -40,7 +40,7 @@ def _render_form(form, agent=None, status=200, form_errors=(), conflict=None):
             conflict=conflict,
             default_restricted_message=texts.RESTRICTED_REPEAT,
             default_max_rounds_message=texts.MAX_ROUNDS,
-            derived_machine_name=forms.machine_name(form.label.data or ""),
+            derived_machine_name=machine_name(form.label.data or ""),
         ),
         status,
     )
@@ -74,7 +74,7 @@ def new_agent():
     if request.method == "GET":
         return _render_form(_agent_form(db, agent={**AGENT_DEFAULTS, "id": ""}))
     form = _agent_form(db)
-    agent_id = (form.id.data or "").strip() or forms.machine_name(form.label.data or "")
+    agent_id = (form.id.data or "").strip() or machine_name(form.label.data or "")
     agent, errors, _conflict = _submit(db, form, agent_id, create=True)
     if agent:
         return done(f'Created the agent "{agent["label"]}".', "agents.view_agent", agent_id=agent["id"])
@@ -87,7 +87,7 @@ def machine_name_field():
     label = request.args.get("label", "")
     current = request.args.get("id", "").strip()
     derived_before = request.args.get("id_derived", "")
-    derived = forms.machine_name(label)
+    derived = machine_name(label)
     if current and current != derived_before:
         derived, value = derived_before, current
     else:

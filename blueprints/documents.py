@@ -5,6 +5,7 @@ the list page is the engine's own retrieval query, so it finds what an agent wou
 from flask import Blueprint, render_template, request
 
 from blueprints import confirm_delete, done, forms, get_or_404, save_posted
+from engine.config import machine_name
 from store import documents as document_store
 from store.db import get_db
 
@@ -15,7 +16,7 @@ SEARCH_LIMIT = 20
 
 def _document_id(title):
     """A document id derived from a title, for when none is given."""
-    return forms.machine_name(title).replace("_", "-")
+    return machine_name(title).replace("_", "-")
 
 
 def _render_form(form, document=None, status=200, form_errors=()):

@@ -3,8 +3,8 @@
 The forms only turn posted strings into the JSON form (numbers, booleans, the parsed script) and back. Whether
 the values are acceptable is decided in one place, engine.config.validate_agent (through store.agents), whose
 errors `apply_errors` puts next to the fields they name — the same rules for the pages, the API and the CLI.
-The run form checks nothing either: engine.config decides when the run starts. The overrides recorded with a
-run are only the fields that differ from the stored agent, so a run's page shows what was changed for it.
+The run form checks nothing either: engine.config decides when the run starts, and computes which of the posted
+settings differ from the stored agent (engine.config.overrides_between): only those are the run's overrides.
 """
 
 import json
@@ -26,7 +26,6 @@ from wtforms.widgets import NumberInput
 
 from engine.config import (
     AGENT_DEFAULTS,
-    ID_MAX,
     MAX_CALLS_PER_RUN_LIMIT,
     MAX_ROUNDS_LIMIT,
     MESSAGE_MAX,
@@ -41,14 +40,6 @@ ON_ROUND_CAP_CHOICES = [
 ]
 PARALLEL_TOOL_CALLS_CHOICES = [SelectChoice("", "Provider default"), SelectChoice("true"), SelectChoice("false")]
 PARALLEL_TOOL_CALLS_VALUES = {"": None, "true": True, "false": False}
-
-
-def machine_name(label):
-    """A machine name derived from a label: "My agent!" -> "my_agent"."""
-    name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
-    if name and not name[0].isalpha():
-        name = f"agent_{name}"
-    return name[:ID_MAX].rstrip("_")
 
 
 def _text(value):
@@ -238,33 +229,15 @@ class RunForm(FlaskForm):
     def run_message(self):
         return _text(self.message.data)
 
-    def overrides(self, agent):
-        """The posted settings that differ from the stored agent, as run overrides (SPEC §3)."""
-        overrides = {}
-        max_rounds = _whole_number(self.max_rounds.data)
-        if max_rounds != agent["max_rounds"]:
-            overrides["max_rounds"] = max_rounds
-        if self.on_round_cap.data != agent["on_round_cap"]:
-            overrides["on_round_cap"] = self.on_round_cap.data
-        if self.scripted:
-            script = getattr(self, "script_value", agent["script"])
-            if script != agent["script"]:
-                overrides["script"] = script
-        tools = {}
-        for name in self.tool_names:
-            tool_form = self.tools[name]
-            stored = agent["tools"].get(name)
-            if not tool_form.enabled.data:
-                if stored is not None:
-                    tools[name] = None
-                continue
-            baseline = stored if stored is not None else TOOL_SETTING_DEFAULTS
-            changed = {key: value for key, value in tool_form.settings().items() if value != baseline.get(key)}
-            if changed or stored is None:
-                tools[name] = changed
-        if tools:
-            overrides["tools"] = tools
-        return overrides
+    def run_settings(self):
+        """The posted settings in the JSON form, for engine.config.overrides_between: the round cap and, when it
+        was read, the script; every offered tool's settings, None for the tools left unticked."""
+        settings = {"max_rounds": _whole_number(self.max_rounds.data), "on_round_cap": self.on_round_cap.data}
+        if hasattr(self, "script_value"):
+            settings["script"] = self.script_value
+        tools = {name: self.tools[name] for name in self.tool_names}
+        settings["tools"] = {name: form.settings() if form.enabled.data else None for name, form in tools.items()}
+        return settings
 
     def field_for(self, key):
         """The field an engine error key ("max_rounds", "tools.NAME.KEY", "message") belongs next to."""

@@ -4,6 +4,7 @@ variable a connection names; it is never stored nor shown, the page only says wh
 from flask import Blueprint, abort, render_template, request
 
 from blueprints import done, forms, get_or_404, save_posted
+from engine.config import machine_name
 from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import providers as provider_store
@@ -29,7 +30,7 @@ def new_provider():
     form = forms.ProviderForm()
     if request.method == "GET":
         return _render_form(form)
-    provider_id = (form.id.data or "").strip() or forms.machine_name(form.label.data or "")
+    provider_id = (form.id.data or "").strip() or machine_name(form.label.data or "")
     provider, form_errors = save_posted(form, provider_store.create_provider, get_db(), form.provider_data(provider_id))
     if provider is None:
         return _render_form(form, status=400, form_errors=form_errors)

@@ -13,7 +13,7 @@ from blueprints import get_or_404, list_filters, run_texts, tool_registry
 from blueprints.forms import DeleteForm, apply_errors, run_form
 from engine import STOP_REASONS, ValidationError
 from engine import texts as engine_texts
-from engine.config import load_agent
+from engine.config import load_agent, overrides_between
 from store import NotFound, run_execution
 from store import agents as agent_store
 from store import runs as run_store
@@ -90,17 +90,16 @@ def run_agent_page(agent_id):
     form = run_form(agent, names)
     errors, run = {}, None
     form_is_valid = form.validate()
+    overrides = overrides_between(agent, form.run_settings())
     if not form_is_valid:
         # Check the settings too, so one submit shows every error, not the form's first and the engine's later.
         try:
-            load_agent(agent, form.overrides(agent), known_tools=set(names))
+            load_agent(agent, overrides, known_tools=set(names))
         except ValidationError as error:
             errors = error.errors
     else:
         try:
-            run = run_execution.execute_and_store_run(
-                db, agent_id, form.run_message(), form.overrides(agent), **run_options()
-            )
+            run = run_execution.execute_and_store_run(db, agent_id, form.run_message(), overrides, **run_options())
         except ValidationError as error:
             errors = error.errors
     form_errors = apply_errors(form, errors) if errors else []

@@ -1,4 +1,4 @@
-"""Agent and tool settings (SPEC §2–3): defaults, validation, runtime overrides.
+"""Agent and tool settings (SPEC §2–3): defaults, validation, runtime overrides, machine names.
 
 The JSON form of an agent (a plain dict) is what storage, the API and the CLI exchange; `AgentConfig` is the
 typed, validated, frozen form the loop and the gate read. Every key defaults, so a stored agent from an older
@@ -105,6 +105,14 @@ def _is_int(value):
 def is_valid_id(value):
     """An agent's id, and a provider connection's (which agents name as their `provider`)."""
     return isinstance(value, str) and ID_PATTERN.match(value) is not None
+
+
+def machine_name(label):
+    """A machine name derived from a label: "My agent!" -> "my_agent"; "" when the label has no letter or digit."""
+    name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+    if name and not name[0].isalpha():
+        name = f"agent_{name}"
+    return name[:ID_MAX].rstrip("_")
 
 
 def check_text(errors, data, name, maximum, required=False, error_key=None):
@@ -273,6 +281,33 @@ def apply_overrides(agent, overrides):
     if errors:
         raise ValidationError(errors)
     return merged
+
+
+def overrides_between(agent, wanted):
+    """The run overrides that turn the stored `agent` into what a run `wanted`: only what differs, so a run
+    records what was changed for it. `wanted` holds agent fields; its `tools` maps a tool name to the settings
+    wanted for it, or None for "not enabled". Fields and tools it leaves out stay as stored.
+
+    A tool enabled for the run only is recorded with the settings that differ from the defaults (`{}` for none).
+    The custom message is left out while the restriction is off: validate_agent clears it then anyway.
+    """
+    overrides = {key: value for key, value in wanted.items() if key != "tools" and value != agent.get(key)}
+    tools = {}
+    for name, settings in wanted.get("tools", {}).items():
+        stored = agent["tools"].get(name)
+        if settings is None:
+            if stored is not None:
+                tools[name] = None
+            continue
+        baseline = stored if stored is not None else TOOL_SETTING_DEFAULTS
+        changed = {key: value for key, value in settings.items() if value != baseline.get(key)}
+        if not settings.get("restrict_multiple_calls"):
+            changed.pop("multiple_call_error_message", None)
+        if changed or stored is None:
+            tools[name] = changed
+    if tools:
+        overrides["tools"] = tools
+    return overrides
 
 
 def build_config(agent):

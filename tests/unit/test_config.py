@@ -7,7 +7,15 @@ import pytest
 from unit_helpers import answer, call, make_agent, tool_round
 
 from engine import run_agent
-from engine.config import ValidationError, apply_overrides, fill_defaults, load_agent, validate_agent
+from engine.config import (
+    ValidationError,
+    apply_overrides,
+    fill_defaults,
+    load_agent,
+    machine_name,
+    overrides_between,
+    validate_agent,
+)
 from engine.tools import default_registry
 
 KNOWN_TOOLS = set(default_registry().names())
@@ -359,6 +367,132 @@ def test_the_run_records_the_overrides_it_used_and_the_merged_agent():
     assert result["agent"]["tools"]["list_entity_types"]["require_usage"] is True
     assert result["max_rounds"] == 0
     assert result["model_requests"] == 1
+
+
+# --- What a run changed: only the fields that differ from the stored agent -------------------------------------
+
+STORED = validate_agent(
+    {
+        "id": "agent",
+        "label": "Agent",
+        "max_rounds": 4,
+        "tools": {
+            "list_bundles": {"restrict_multiple_calls": True, "multiple_call_error_message": "Error: once."},
+            "list_entity_types": {},
+        },
+        "script": [{"content": "Hi."}],
+    }
+)
+
+
+def wanted(**changes):
+    """What a run page posts untouched: the stored round cap, script and tools, then `changes`."""
+    return {
+        "max_rounds": STORED["max_rounds"],
+        "on_round_cap": STORED["on_round_cap"],
+        "script": STORED["script"],
+        "tools": copy.deepcopy(STORED["tools"]),
+        **changes,
+    }
+
+
+def test_nothing_changed_is_no_overrides():
+    assert overrides_between(STORED, wanted()) == {}
+
+
+def test_a_changed_field_is_the_only_override():
+    assert overrides_between(STORED, wanted(max_rounds=2, script=[{"content": "Bye."}])) == {
+        "max_rounds": 2,
+        "script": [{"content": "Bye."}],
+    }
+
+
+def test_a_field_left_out_stays_as_stored():
+    assert overrides_between(STORED, {"on_round_cap": "message"}) == {"on_round_cap": "message"}
+
+
+def test_a_changed_tool_setting_is_recorded_alone():
+    tools = copy.deepcopy(STORED["tools"])
+    tools["list_entity_types"]["max_calls_per_run"] = 3
+
+    assert overrides_between(STORED, wanted(tools=tools)) == {"tools": {"list_entity_types": {"max_calls_per_run": 3}}}
+
+
+def test_a_tool_unticked_for_the_run_is_null_and_one_ticked_records_what_differs_from_the_defaults():
+    tools = {
+        "list_bundles": None,
+        "list_entity_types": STORED["tools"]["list_entity_types"],
+        "get_layout": {**TOOL_DEFAULTS},
+        "place_component": {**TOOL_DEFAULTS, "require_usage": True},
+        "edit_component": None,
+    }
+
+    assert overrides_between(STORED, wanted(tools=tools)) == {
+        "tools": {"list_bundles": None, "get_layout": {}, "place_component": {"require_usage": True}}
+    }
+
+
+def test_the_custom_message_is_not_an_override_while_the_restriction_is_off():
+    tools = copy.deepcopy(STORED["tools"])
+    tools["list_bundles"].update(restrict_multiple_calls=False, multiple_call_error_message="")
+
+    assert overrides_between(STORED, wanted(tools=tools)) == {
+        "tools": {"list_bundles": {"restrict_multiple_calls": False}}
+    }
+
+
+def test_a_changed_custom_message_is_an_override_while_the_restriction_is_on():
+    tools = copy.deepcopy(STORED["tools"])
+    tools["list_bundles"]["multiple_call_error_message"] = ""
+
+    assert overrides_between(STORED, wanted(tools=tools)) == {
+        "tools": {"list_bundles": {"multiple_call_error_message": ""}}
+    }
+
+
+def test_applying_the_overrides_gives_what_was_wanted():
+    tools = copy.deepcopy(STORED["tools"])
+    tools["list_bundles"]["require_usage"] = True
+    tools["get_layout"] = {**TOOL_DEFAULTS, "return_directly": True}
+    goal = wanted(max_rounds=0, tools=tools)
+
+    _config, merged = load_agent(STORED, overrides_between(STORED, goal), KNOWN_TOOLS)
+
+    assert {key: merged[key] for key in goal} == goal
+
+
+def test_overrides_between_does_not_mutate_its_inputs():
+    goal = wanted(tools={"list_bundles": None, "get_layout": {**TOOL_DEFAULTS}})
+    stored_before, goal_before = copy.deepcopy(STORED), copy.deepcopy(goal)
+
+    overrides_between(STORED, goal)
+
+    assert (STORED, goal) == (stored_before, goal_before)
+
+
+# --- Machine names ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("My agent!", "my_agent"),
+        ("  Shop -- helper  ", "shop_helper"),
+        ("Ünïcode café", "n_code_caf"),
+        ("2nd agent", "agent_2nd_agent"),
+        ("!!!", ""),
+        ("", ""),
+        ("a" * 70, "a" * 64),
+        ("a" * 63 + " b", "a" * 63),
+    ],
+)
+def test_machine_name_is_derived_from_the_label(label, expected):
+    assert machine_name(label) == expected
+
+
+@pytest.mark.parametrize("label", ["My agent!", "2nd agent", "x" * 100, "Page builder (v2)"])
+def test_a_derived_machine_name_is_a_valid_id(label):
+    assert validate_agent({"id": machine_name(label), "label": label})["id"] == machine_name(label)
 
 
 # --- run_agent leaves its arguments alone and returns plain data ----------------------------------------------
