@@ -35,11 +35,9 @@ def _render_form(form, agent=None, status=200, form_errors=(), conflict=None):
             "agents/form.html",
             form=form,
             agent=agent,
-            tools=list(tool_registry()),
+            tools=tool_registry(),
             form_errors=form_errors,
             conflict=conflict,
-            default_restricted_message=texts.RESTRICTED_REPEAT,
-            default_max_rounds_message=texts.MAX_ROUNDS,
             derived_machine_name=machine_name(form.label.data or ""),
         ),
         status,
@@ -143,7 +141,8 @@ def delete_agent(agent_id):
 @bp.get("/agents/tool-settings/<tool_name>/error-message")
 def error_message_field(tool_name):
     """The "Multiple call error message" fragment of one tool, from the form bound to the query string: the
-    textarea while the restriction is ticked, an empty wrapper (the next swap's target) when it is not."""
+    textarea while the restriction is ticked, an empty wrapper (the next swap's target) when it is not. The run
+    page's per-run settings reveal it through here too: their fields have the same names."""
     names = tool_registry().names()
     if tool_name not in names:
         abort(404)
@@ -152,6 +151,5 @@ def error_message_field(tool_name):
         "agents/_error_message_field.html",
         tool_name=tool_name,
         tool_form=form.tools[tool_name],
-        default_restricted_message=texts.RESTRICTED_REPEAT,
         in_fragment=True,
     )

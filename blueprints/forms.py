@@ -11,6 +11,7 @@ import json
 import re
 
 from flask_wtf import FlaskForm
+from markupsafe import Markup
 from wtforms import (
     BooleanField,
     Form,
@@ -24,6 +25,7 @@ from wtforms import (
 from wtforms.validators import ValidationError
 from wtforms.widgets import NumberInput
 
+from engine import texts
 from engine.config import (
     AGENT_DEFAULTS,
     MAX_CALLS_PER_RUN_LIMIT,
@@ -63,17 +65,42 @@ def _parse_script(text):
         ) from None
 
 
+ERROR_MESSAGE_HELP = Markup(
+    "Use <code>[tool_name]</code> for the tool's name. Leave empty for the default message: <q>{}</q> Start your "
+    "message with <q>Error:</q> — a retrying model recovers only if the message reads as an error."
+).format(texts.RESTRICTED_REPEAT)
+
+
 class ToolSettingsForm(Form):
     """One tool's checkbox and its settings (SPEC §3); a sub-form, so no CSRF token of its own."""
 
     enabled = BooleanField("Enable")
-    restrict_multiple_calls = BooleanField("Restrict to one call per response")
-    multiple_call_error_message = TextAreaField("Multiple call error message", render_kw={"rows": 3})
-    require_usage = BooleanField("Require usage")
-    return_directly = BooleanField("Return directly")
-    description_override = TextAreaField("Description override", render_kw={"rows": 2})
+    restrict_multiple_calls = BooleanField(
+        "Restrict to one call per response",
+        description="If one response calls this tool more than once, none of that response's tool calls run: each "
+        "gets an error message, and the model retries.",
+    )
+    multiple_call_error_message = TextAreaField(
+        "Multiple call error message", description=ERROR_MESSAGE_HELP, render_kw={"rows": 3}
+    )
+    require_usage = BooleanField(
+        "Require usage",
+        description="If the model answers without having run this tool, remind it and go on (within the round cap).",
+    )
+    return_directly = BooleanField(
+        "Return directly",
+        description="After a round in which this tool ran, end the run with its output as the answer.",
+    )
+    description_override = TextAreaField(
+        "Description override",
+        description="Replaces the description sent to the model. Leave empty to send the one above.",
+        render_kw={"rows": 2},
+    )
     max_calls_per_run = StringField(
-        "Max calls per run", default="0", widget=NumberInput(min=0, max=MAX_CALLS_PER_RUN_LIMIT)
+        "Max calls per run",
+        default="0",
+        description="Calls past this number in one run are rejected. 0 = unlimited.",
+        widget=NumberInput(min=0, max=MAX_CALLS_PER_RUN_LIMIT),
     )
 
     def settings(self):
@@ -111,18 +138,64 @@ def _tools_form_data(agent, tool_names):
     return tools
 
 
+AGENT_SCRIPT_HELP = Markup(
+    'The scripted model\'s responses, as JSON: a list whose items are <code>{"content": "…"}</code> or '
+    '<code>{"tool_calls": [{"id": "…", "name": "…", "arguments": {…}}]}</code>. Call ids default to '
+    '<code>call_R_I</code> (response R, call I). An argument <code>"{{call_2_1}}"</code> is replaced by the '
+    "result of call <code>call_2_1</code>. Used only when the provider is Scripted."
+)
+RUN_SCRIPT_HELP = Markup(
+    'A list of responses, each <code>{"content": "…"}</code> or <code>{"tool_calls": [{"id", "name", '
+    '"arguments"}]}</code>. <code>{{CALL_ID}}</code> in an argument is replaced by what that call returned. Edits '
+    "apply to this run only."
+)
+
+
 class AgentForm(FlaskForm):
     label = StringField("Label")
-    id = StringField("Machine name")
-    description = TextAreaField("Description", render_kw={"rows": 2})
-    system_prompt = TextAreaField("System prompt", render_kw={"rows": 6})
-    provider = SelectField("Provider", validate_choice=False)
-    model = StringField("Model")
-    parallel_tool_calls = SelectField("Parallel tool calls", choices=PARALLEL_TOOL_CALLS_CHOICES, validate_choice=False)
-    max_rounds = StringField("Max rounds", default="10", widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT))
+    id = StringField(
+        "Machine name",
+        description="Lowercase letters, digits and underscores, starting with a letter. Derived from the label "
+        "when left empty; fixed once the agent is created.",
+    )
+    description = TextAreaField(
+        "Description",
+        description="What the agent is for; shown in the list. Not sent to the model.",
+        render_kw={"rows": 2},
+    )
+    system_prompt = TextAreaField(
+        "System prompt", description="The system prompt: the agent's instructions to the model.", render_kw={"rows": 6}
+    )
+    provider = SelectField(
+        "Provider",
+        description="Scripted replays the script below, offline. Add real models under Providers.",
+        validate_choice=False,
+    )
+    model = StringField(
+        "Model", description="The model name sent to the provider; empty uses the connection's default."
+    )
+    parallel_tool_calls = SelectField(
+        "Parallel tool calls",
+        description="Sent to the provider as parallel_tool_calls; the provider default sends nothing.",
+        choices=PARALLEL_TOOL_CALLS_CHOICES,
+        validate_choice=False,
+    )
+    max_rounds = StringField(
+        "Max rounds",
+        default="10",
+        description="Tool rounds allowed, 0 to 100. 0 turns the tools off: one request, no tools.",
+        widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT),
+    )
     on_round_cap = SelectField("At the round cap", choices=ON_ROUND_CAP_CHOICES, validate_choice=False)
-    max_rounds_message = TextAreaField("Round cap message", render_kw={"rows": 2})
-    script = TextAreaField("Script", default="[]", render_kw={"rows": 12, "spellcheck": "false"})
+    max_rounds_message = TextAreaField(
+        "Round cap message",
+        description="The answer when the run stops at the cap with a message. Leave empty for the default: "
+        f"“{texts.MAX_ROUNDS}”",
+        render_kw={"rows": 2},
+    )
+    script = TextAreaField(
+        "Script", default="[]", description=AGENT_SCRIPT_HELP, render_kw={"rows": 12, "spellcheck": "false"}
+    )
     revision = HiddenField()
 
     tool_names = ()  # set by agent_form()
@@ -210,10 +283,16 @@ def agent_to_form_data(agent, tool_names):
 
 
 class RunForm(FlaskForm):
-    message = TextAreaField("Message", render_kw={"rows": 3, "maxlength": MESSAGE_MAX})
-    max_rounds = StringField("Round cap", widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT))
+    message = TextAreaField(
+        "Message", description="What the user says to the agent.", render_kw={"rows": 3, "maxlength": MESSAGE_MAX}
+    )
+    max_rounds = StringField(
+        "Round cap",
+        description="Tool rounds allowed; 0 turns the tools off (one request, no tools).",
+        widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT),
+    )
     on_round_cap = SelectField("At the round cap", choices=ON_ROUND_CAP_CHOICES, validate_choice=False)
-    script = TextAreaField("Script (JSON)", render_kw={"rows": 12, "spellcheck": "false"})
+    script = TextAreaField("Script (JSON)", description=RUN_SCRIPT_HELP, render_kw={"rows": 12, "spellcheck": "false"})
 
     tool_names = ()  # set by run_form_class()
     scripted = False
@@ -283,10 +362,21 @@ def _run_form_data(agent, tool_names, message):
 
 class ProviderForm(FlaskForm):
     label = StringField("Label")
-    id = StringField("Machine name")
-    base_url = StringField("Base URL", render_kw={"placeholder": "https://api.openai.com/v1"})
-    api_key_env = StringField("API key environment variable", default="OPENAI_API_KEY")
-    default_model = StringField("Default model")
+    id = StringField(
+        "Machine name", description="Lowercase letters, digits and underscores. Derived from the label when left empty."
+    )
+    base_url = StringField(
+        "Base URL",
+        description="The OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 "
+        "for Ollama.",
+        render_kw={"placeholder": "https://api.openai.com/v1"},
+    )
+    api_key_env = StringField(
+        "API key environment variable",
+        default="OPENAI_API_KEY",
+        description="The name of the environment variable that holds the key, not the key itself.",
+    )
+    default_model = StringField("Default model", description="Used when an agent names no model.")
     timeout = StringField("Timeout (seconds)", default="60", widget=NumberInput(min=1, step="any"))
 
     def provider_data(self, provider_id):
@@ -310,7 +400,10 @@ class ProviderForm(FlaskForm):
 
 class DocumentForm(FlaskForm):
     title = StringField("Title")
-    id = StringField("Document id")
+    id = StringField(
+        "Document id",
+        description="Lowercase letters, digits, hyphens and underscores. Derived from the title when left empty.",
+    )
     body = TextAreaField("Body", render_kw={"rows": 16})
 
     def document_data(self, doc_id):

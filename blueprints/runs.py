@@ -12,7 +12,6 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 from blueprints import get_or_404, list_filters, run_texts, tool_registry
 from blueprints.forms import DeleteForm, apply_errors, run_form
 from engine import STOP_REASONS, ValidationError
-from engine import texts as engine_texts
 from engine.config import load_agent, overrides_between
 from store import NotFound, run_execution
 from store import agents as agent_store
@@ -64,8 +63,7 @@ def _run_form_context(agent, form, form_errors):
         "agent": agent,
         "form": form,
         "form_errors": form_errors,
-        "tool_descriptions": {tool.name: tool.description for tool in tool_registry()},
-        "default_restricted_message": engine_texts.RESTRICTED_REPEAT,
+        "tools": tool_registry(),
     }
 
 
