@@ -9,6 +9,7 @@ import logging
 
 from flask import abort, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask_wtf.csrf import CSRFError
+from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from blueprints.forms import DeleteForm, apply_errors
@@ -138,7 +139,17 @@ def has_endpoint(name):
     return name in current_app.view_functions
 
 
+def timestamp(value, zone=True):
+    """A stored UTC time ("2026-01-02T03:04:05+00:00") as a <time> element that reads "2026-01-02 03:04:05 UTC";
+    the lists' columns leave out the zone (`zone=False`). Nothing for no time."""
+    if not value:
+        return ""
+    text = value.replace("T", " ").replace("+00:00", " UTC" if zone else "")
+    return Markup('<time datetime="{}">{}</time>').format(value, text)
+
+
 def register_template_helpers(app):
     app.jinja_env.globals["has_endpoint"] = has_endpoint
+    app.jinja_env.filters["timestamp"] = timestamp
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

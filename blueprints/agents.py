@@ -102,7 +102,7 @@ def view_agent(agent_id):
         agent=agent,
         tools={tool.name: tool for tool in tool_registry()},
         script_json=json.dumps(agent["script"], indent=2, ensure_ascii=False),
-        default_restricted_message=texts.RESTRICTED_REPEAT,
+        parallel_tool_calls_labels=forms.PARALLEL_TOOL_CALLS_LABELS,
         default_max_rounds_message=texts.MAX_ROUNDS,
     )
 

@@ -40,8 +40,19 @@ ON_ROUND_CAP_CHOICES = [
     SelectChoice("final_answer", "Force a final answer (one more request without tools)"),
     SelectChoice("message", "Stop with the round cap message"),
 ]
-PARALLEL_TOOL_CALLS_CHOICES = [SelectChoice("", "Provider default"), SelectChoice("true"), SelectChoice("false")]
-PARALLEL_TOOL_CALLS_VALUES = {"": None, "true": True, "false": False}
+# parallel_tool_calls in words, for the agent form's select and the agent's page.
+PARALLEL_TOOL_CALLS_LABELS = {None: "Provider default", True: "true", False: "false"}
+
+
+def _parallel_tool_calls_choice(value):
+    """parallel_tool_calls as the select posts it: "" for null (the provider default), else "true" or "false"."""
+    return "" if value is None else json.dumps(value)
+
+
+PARALLEL_TOOL_CALLS_CHOICES = [
+    SelectChoice(_parallel_tool_calls_choice(value), label) for value, label in PARALLEL_TOOL_CALLS_LABELS.items()
+]
+PARALLEL_TOOL_CALLS_VALUES = {_parallel_tool_calls_choice(value): value for value in PARALLEL_TOOL_CALLS_LABELS}
 
 
 def _text(value):
@@ -264,7 +275,6 @@ def agent_form(tool_names, provider_choices, agent=None, **kwargs):
 def agent_to_form_data(agent, tool_names):
     """An agent's JSON form as the form's data, for editing."""
     agent = {**AGENT_DEFAULTS, **agent}
-    parallel = {None: "", True: "true", False: "false"}.get(agent["parallel_tool_calls"], "")
     return {
         "label": agent["label"],
         "id": agent.get("id", ""),
@@ -272,7 +282,7 @@ def agent_to_form_data(agent, tool_names):
         "system_prompt": agent["system_prompt"],
         "provider": agent["provider"],
         "model": agent["model"],
-        "parallel_tool_calls": parallel,
+        "parallel_tool_calls": _parallel_tool_calls_choice(agent["parallel_tool_calls"]),
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
         "max_rounds_message": agent["max_rounds_message"],
