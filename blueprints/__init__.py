@@ -135,10 +135,6 @@ def register_error_handlers(app):
         )
 
 
-def has_endpoint(name):
-    return name in current_app.view_functions
-
-
 def timestamp(value, zone=True):
     """A stored UTC time ("2026-01-02T03:04:05+00:00") as a <time> element that reads "2026-01-02 03:04:05 UTC";
     the lists' columns leave out the zone (`zone=False`). Nothing for no time."""
@@ -149,7 +145,6 @@ def timestamp(value, zone=True):
 
 
 def register_template_helpers(app):
-    app.jinja_env.globals["has_endpoint"] = has_endpoint
     app.jinja_env.filters["timestamp"] = timestamp
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True
