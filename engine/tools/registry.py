@@ -1,4 +1,5 @@
-"""The tool registry: built-in tool families plus any package's tools from the `toolgate.tools` entry points."""
+"""What a tool is, the registry that holds tools by name, and the tools installed packages register under the
+`toolgate.tools` entry points."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,7 +63,8 @@ class ToolRegistry:
         return iter(self._tools.values())
 
 
-def _entry_point_tools():
+def entry_point_tools():
+    """The tools that installed packages register under the `toolgate.tools` entry points."""
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         provided = entry_point.load()
         provided = provided() if callable(provided) and not isinstance(provided, Tool) else provided
@@ -72,23 +74,3 @@ def _entry_point_tools():
             yield from provided
         else:
             raise ToolRegistryError(f'Entry point "{entry_point.name}" does not provide a Tool or a list of Tools.')
-
-
-def build_registry(include_entry_points=True):
-    from . import builtin_tools
-
-    tools = list(builtin_tools())
-    if include_entry_points:
-        tools.extend(_entry_point_tools())
-    return ToolRegistry(tools)
-
-
-_default = None
-
-
-def default_registry():
-    """The registry built once per process: built-ins plus entry points."""
-    global _default
-    if _default is None:
-        _default = build_registry()
-    return _default
