@@ -1,0 +1,59 @@
+"""The run page's settings for one run, as a person uses them in headless Chromium: each tool's settings group is
+the agent form's, so ticking the restriction reveals the custom message there too, and the run uses it."""
+
+import pytest
+from playwright.sync_api import expect
+from run_scenarios import ENTITY_TYPES_CALL, bundles_agent
+
+from tests.e2e.run_page import round_section, start_run
+
+pytestmark = pytest.mark.e2e
+
+AGENT_ID = "e2e_run_settings"
+RESTRICT = "Restrict to one call per response"
+MESSAGE = "Multiple call error message"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def agent(put_agent):
+    script = [{"tool_calls": [ENTITY_TYPES_CALL, ENTITY_TYPES_CALL]}, {"content": "Done."}]
+    put_agent(AGENT_ID, bundles_agent(script=script))
+
+
+def tool_settings(page, name):
+    return page.get_by_role("group", name=name, exact=True)
+
+
+def test_ticking_the_restriction_for_a_run_reveals_the_custom_message_the_run_then_uses(page):
+    page.goto(f"/agents/{AGENT_ID}/run")
+    page.get_by_text("Settings for this run").click()
+    entity_types = tool_settings(page, "list_entity_types")
+    expect(entity_types.get_by_label(MESSAGE)).to_have_count(0)
+
+    entity_types.get_by_label(RESTRICT).check()
+    expect(entity_types.get_by_label(MESSAGE)).to_be_visible()
+    expect(entity_types.get_by_text("Leave empty for the default message")).to_contain_text(
+        'Error: The tool "[tool_name]" may only be called once per response.'
+    )
+    entity_types.get_by_label(RESTRICT).uncheck()
+    expect(entity_types.get_by_label(MESSAGE)).to_have_count(0)
+    entity_types.get_by_label(RESTRICT).check()
+    entity_types.get_by_label(MESSAGE).fill("Error: [tool_name] once per response.")
+    start_run(page, "List the entity types.")
+
+    first = round_section(page, 1)
+    expect(first.get_by_role("heading")).to_contain_text("All 2 calls rejected — nothing executed")
+    expect(first.locator("pre.tool-message")).to_have_text(["Error: list_entity_types once per response."] * 2)
+    overrides = page.get_by_role("region", name="Overrides for this run")
+    expect(overrides).to_contain_text('"multiple_call_error_message": "Error: [tool_name] once per response."')
+
+
+def test_a_tool_enabled_for_one_run_shows_its_settings(page):
+    page.goto(f"/agents/{AGENT_ID}/run")
+    page.get_by_text("Settings for this run").click()
+    page.get_by_text("Other tools (enable for this run)").click()
+    layout = tool_settings(page, "get_layout")
+    expect(layout.get_by_role("group", name="General tool settings")).to_be_hidden()
+    layout.get_by_label("Enable", exact=True).check()
+    expect(layout.get_by_role("group", name="General tool settings")).to_be_visible()
+    expect(layout.get_by_label("Max calls per run")).to_have_value("0")
