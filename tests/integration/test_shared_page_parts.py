@@ -151,3 +151,14 @@ def test_the_documents_pages_show_the_stored_time(client):
     assert listed.group(1) == shown.group(1)
     assert shown.group(2) == listed.group(2) + " UTC"
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", listed.group(2))
+
+
+def test_the_run_pages_show_the_stored_time(client, bundles, database):
+    fields = form_fields(html(client, "/agents/bundles/run"))
+    client.post("/agents/bundles/run", data={**fields, "message": BUNDLES_MESSAGE})
+    created_at = run_store.get_run(database, 1)["created_at"]
+    text = created_at.replace("T", " ").removesuffix("+00:00")
+    element = '<time datetime="{}">{}</time>'
+    assert element.format(created_at, text + " UTC") in html(client, "/runs/1")
+    assert element.format(created_at, text) in html(client, "/runs")
+    assert element.format(created_at, text) in html(client, "/log")  # the restriction's log entry, written with it
