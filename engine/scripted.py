@@ -23,24 +23,30 @@ def default_call_id(response_number, call_number):
     return f"call_{response_number}_{call_number}"
 
 
-def _resolve(value, results):
+def resolve_references(value, results):
+    """`value` with each `{{CALL_ID}}` in its strings replaced by results[CALL_ID] (a call's tool message)."""
     if isinstance(value, str):
         return REFERENCE.sub(lambda match: results.get(match.group(1), match.group(0)), value)
     if isinstance(value, dict):
-        return {key: _resolve(item, results) for key, item in value.items()}
+        return {key: resolve_references(item, results) for key, item in value.items()}
     if isinstance(value, list):
-        return [_resolve(item, results) for item in value]
+        return [resolve_references(item, results) for item in value]
     return value
+
+
+def tool_results(messages):
+    """What a reference can name: each tool message's content by its tool_call_id."""
+    return {
+        message["tool_call_id"]: message.get("content") or ""
+        for message in messages
+        if message.get("role") == "tool" and message.get("tool_call_id")
+    }
 
 
 def scripted_reply(script, messages, tools_offered):
     """The assistant message (OpenAI chat format) the script gives to a request with these messages."""
     position = sum(1 for message in messages if message.get("role") == "assistant")
-    results = {
-        message["tool_call_id"]: message.get("content") or ""
-        for message in messages
-        if message.get("role") == "tool" and message.get("tool_call_id")
-    }
+    results = tool_results(messages)
     if not tools_offered:
         content = next(
             (item["content"] for item in script[position:] if not item.get("tool_calls") and "content" in item),
@@ -59,7 +65,7 @@ def scripted_reply(script, messages, tools_offered):
                 "type": "function",
                 "function": {
                     "name": call["name"],
-                    "arguments": _arguments_text(_resolve(call.get("arguments", {}), results)),
+                    "arguments": _arguments_text(resolve_references(call.get("arguments", {}), results)),
                 },
             }
             for number, call in enumerate(calls, start=1)
