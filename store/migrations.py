@@ -107,6 +107,28 @@ def _create_log(db):
     db["log"].create_index(["level"])
 
 
+@migrations(name="0040_create_cases")
+def _create_cases(db):
+    # Regression cases: `data` holds the case's JSON form but agent_id and name (its message, overrides, script,
+    # expectation and unpinned keys); `last_check` the result of its latest replay. No foreign key to agents: like
+    # a run, a case outlives its agent, and comes back into use if the agent is imported again.
+    db["cases"].create(
+        {
+            "id": int,
+            "agent_id": str,
+            "name": str,
+            "data": str,
+            "source_run_id": int,
+            "last_check": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"agent_id", "name", "data"},
+    )
+    db["cases"].create_index(["agent_id", "name"], unique=True)
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

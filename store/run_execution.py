@@ -17,9 +17,20 @@ from .documents import DocumentTable
 
 
 def execute_and_store_run(
-    db, agent_id, message, overrides=None, *, registry=None, environ=None, http_client=None, model=None
+    db,
+    agent_id,
+    message,
+    overrides=None,
+    *,
+    registry=None,
+    environ=None,
+    http_client=None,
+    model=None,
+    repeated_from=None,
 ):
     """Run the stored agent on `message` with `overrides`, store the run and return it with its `id`.
+    `repeated_from` is the id of the run this one repeats (Run again, Change and run again), kept with it so the
+    two can be compared.
 
     Raises store.NotFound for an unknown agent and ValidationError naming the field for bad input; nothing is
     stored then. A provider failure is not an exception: it is a stored run with stop_reason "error".
@@ -41,13 +52,17 @@ def execute_and_store_run(
         http_client=http_client,
         model=model,
     )
+    if repeated_from is not None:
+        run = {**run, "repeated_from": repeated_from}
     return run_store.save_run(db, run)
 
 
 def repeat_and_store_run(db, run_id, **options):
     """Run again with a stored run's message and overrides, against the agent as it is stored now."""
     previous = run_store.get_run(db, run_id)
-    return execute_and_store_run(db, previous["agent_id"], previous["message"], previous["overrides"], **options)
+    return execute_and_store_run(
+        db, previous["agent_id"], previous["message"], previous["overrides"], repeated_from=run_id, **options
+    )
 
 
 def review_and_log_gate(db, agent_id, tool_calls, overrides=None, calls_so_far=None, *, registry=None):

@@ -64,3 +64,9 @@ def list_runs(db, agent_id=None, stop_reason=None, page=1, per_page=PER_PAGE):
 def run_agent_ids(db):
     """Every agent id that has runs, for the filter; deleted agents included."""
     return [row["agent_id"] for row in db.query("SELECT DISTINCT agent_id FROM runs ORDER BY agent_id")]
+
+
+def previous_run_id(db, run):
+    """The id of the agent's run just before this one, or None."""
+    rows = list(db.query("SELECT MAX(id) AS id FROM runs WHERE agent_id = ? AND id < ?", [run["agent_id"], run["id"]]))
+    return rows[0]["id"] if rows else None

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from store import migrations
 from store.demo import DEMO_AGENTS
 from tests.conftest import make_app
 
@@ -14,10 +15,14 @@ def agent_json(runner, agent_id):
     return json.loads(result.output)
 
 
-def test_init_db_says_it_created_a_new_database(runner, app):
+def test_init_db_says_it_created_a_new_database(runner, app, database):
     result = runner.invoke(args=["init-db"])
     assert result.exit_code == 0
-    assert f"Created the database at {app.config['DATABASE']} (6 migration steps: 0001_enable_wal," in result.output
+    steps = migrations.applied_migrations(database)
+    assert steps[0] == "0001_enable_wal"
+    assert f"Created the database at {app.config['DATABASE']} ({len(steps)} migration steps: {', '.join(steps)})" in (
+        result.output
+    )
 
 
 def test_init_db_reports_an_up_to_date_database(tmp_path):
