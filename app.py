@@ -10,7 +10,10 @@ import cli
 from blueprints import (
     agents,
     api,
+    api_cases,
     api_runs,
+    cases,
+    compare,
     documents,
     log,
     providers,
@@ -74,6 +77,10 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(documents.bp)
     app.register_blueprint(api_runs.bp)
     csrf.exempt(api_runs.bp)  # JSON only, like the agents API
+    app.register_blueprint(cases.bp)
+    app.register_blueprint(compare.bp)
+    app.register_blueprint(api_cases.bp)
+    csrf.exempt(api_cases.bp)  # JSON only, like the agents API
     register_error_handlers(app)
     register_template_helpers(app)
     cli.register(app)

@@ -13,6 +13,7 @@ from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, machine_name
 from store import RevisionConflict
 from store import agents as agent_store
+from store import cases as case_store
 from store import providers as provider_store
 from store.db import get_db
 
@@ -96,10 +97,13 @@ def machine_name_field():
 
 @bp.get("/agents/<agent_id>")
 def view_agent(agent_id):
-    agent = get_or_404(agent_store.get_agent, get_db(), agent_id)
+    db = get_db()
+    agent = get_or_404(agent_store.get_agent, db, agent_id)
     return render_template(
         "agents/view.html",
         agent=agent,
+        cases=case_store.list_cases(db, agent_id),
+        check_cases_form=forms.DeleteForm(),
         tools={tool.name: tool for tool in tool_registry()},
         script_json=json.dumps(agent["script"], indent=2, ensure_ascii=False),
         parallel_tool_calls_labels=forms.PARALLEL_TOOL_CALLS_LABELS,

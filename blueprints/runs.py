@@ -10,7 +10,7 @@ import json
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
 from blueprints import get_or_404, list_filters, run_texts, tool_registry
-from blueprints.forms import DeleteForm, apply_errors, run_form
+from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
 from store import NotFound, run_execution
@@ -71,6 +71,17 @@ def _render_run_page(agent, form, run=None, status=200, form_errors=()):
     return render_template("runs/run.html", run=run, **_run_form_context(agent, form, form_errors)), status
 
 
+def _repeated_run_id(db, agent_id):
+    """The run that "Change and run again" started from (?from= on the form's address), if it is this agent's."""
+    run_id = request.args.get("from", type=int)
+    if run_id is None:
+        return None
+    try:
+        return run_id if run_store.get_run(db, run_id)["agent_id"] == agent_id else None
+    except NotFound:
+        return None
+
+
 @bp.route("/agents/<agent_id>/run", methods=["GET", "POST"])
 def run_agent_page(agent_id):
     db = get_db()
@@ -97,7 +108,14 @@ def run_agent_page(agent_id):
             errors = error.errors
     else:
         try:
-            run = run_execution.execute_and_store_run(db, agent_id, form.run_message(), overrides, **run_options())
+            run = run_execution.execute_and_store_run(
+                db,
+                agent_id,
+                form.run_message(),
+                overrides,
+                repeated_from=_repeated_run_id(db, agent_id),
+                **run_options(),
+            )
         except ValidationError as error:
             errors = error.errors
     form_errors = apply_errors(form, errors) if errors else []
@@ -143,6 +161,7 @@ def show_run(run_id):
         run=run,
         agent_exists=agent_store.agent_exists(db, run["agent_id"]),
         again_form=DeleteForm(),
+        save_case_form=SaveCaseForm(),
     )
 
 
