@@ -7,17 +7,21 @@ is stored and shows up in the history; it prints each round, its calls and rejec
 """
 
 import json
+import re
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import click
 from flask import current_app
 from flask.cli import with_appcontext
 
 from blueprints import run_texts, tool_registry
+from blueprints.cases import checked_summary
 from engine.tools.documents import load_corpus_files
-from store import NotFound, RevisionConflict, ValidationError, demo, migrations, run_execution
+from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
 from store import agents as agent_store
+from store import cases as case_store
 from store import documents as document_store
 from store.db import get_db
 
@@ -210,6 +214,143 @@ def import_documents_command(folder, replace):
     )
 
 
+def _case_line(case):
+    check = case["last_check"]
+    verdict = "PASS" if check["passed"] else "FAIL"
+    lines = [f"{verdict}  {case['agent_id']}: {case['name']} (case {case['id']})"]
+    if not check["passed"]:
+        lines += [f"      {difference}" for difference in check["differences"]]
+    return "\n".join(lines)
+
+
+def junit_xml(cases):
+    """The checked cases as JUnit XML: one test suite per agent, one test case per case; a case that could not
+    run is an error, one whose expectations do not hold a failure."""
+    suites = ElementTree.Element("testsuites", name="toolgate cases")
+    by_agent = {}
+    for case in cases:
+        by_agent.setdefault(case["agent_id"], []).append(case)
+    for agent_id, agent_cases in by_agent.items():
+        suite = ElementTree.SubElement(suites, "testsuite", name=agent_id, tests=str(len(agent_cases)))
+        failures = errors = 0
+        for case in agent_cases:
+            check = case["last_check"]
+            seconds = f"{(check.get('duration_ms') or 0) / 1000:.3f}"
+            element = ElementTree.SubElement(suite, "testcase", classname=agent_id, name=case["name"], time=seconds)
+            if check["error"]:
+                errors += 1
+                ElementTree.SubElement(element, "error", message=check["error"]).text = check["error"]
+            elif not check["passed"]:
+                failures += 1
+                count = len(check["differences"])
+                message = f"{count} expectation{'s' if count != 1 else ''} changed"
+                ElementTree.SubElement(element, "failure", message=message).text = "\n".join(check["differences"])
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+    ElementTree.indent(suites)
+    return ElementTree.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+@click.command("check-cases")
+@with_appcontext
+@click.argument("agent_ids", nargs=-1, metavar="[AGENT_ID]...")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False, writable=True), help="Write JUnit XML here.")
+def check_cases_command(agent_ids, junit_file):
+    """Replay the regression cases of these agents (all agents with cases when none is named) against the agents
+    as they are stored now. Prints one line per case; exits with 1 when any case fails."""
+    db = get_db()
+    for agent_id in agent_ids:
+        if not agent_store.agent_exists(db, agent_id):
+            raise click.ClickException(f'No agent with id "{agent_id}"; nothing was checked.')
+    cases = [
+        case for agent_id in agent_ids or case_store.case_agent_ids(db) for case in case_store.list_cases(db, agent_id)
+    ]
+    checked = case_checks.check_cases(db, cases, registry=tool_registry())
+    for case in checked:
+        click.echo(_case_line(case))
+    click.echo(checked_summary(checked))
+    if junit_file:
+        Path(junit_file).write_text(junit_xml(checked), encoding="utf-8")
+    if any(not case["last_check"]["passed"] for case in checked):
+        sys.exit(1)
+
+
+def _file_name(agent_id, name, taken):
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "case"
+    candidate, number = f"{agent_id}.{slug}.json", 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{agent_id}.{slug}-{number}.json"
+    taken.add(candidate)
+    return candidate
+
+
+@click.command("export-cases")
+@with_appcontext
+@click.argument("agent_id")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def export_cases_command(agent_id, folder):
+    """Write each regression case of AGENT_ID to FOLDER as a JSON file (AGENT_ID.NAME.json), for import-cases."""
+    db = get_db()
+    cases = case_store.list_cases(db, agent_id)
+    if not cases and not agent_store.agent_exists(db, agent_id):
+        raise click.ClickException(f'No agent with id "{agent_id}".')
+    if not cases:
+        click.echo(f'The agent "{agent_id}" has no cases; nothing was exported.')
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = set()
+    for case in cases:
+        path = folder / _file_name(agent_id, case["name"], taken)
+        path.write_text(json.dumps(case_store.case_json(case), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    click.echo(f"Exported {len(cases)} case(s) of {agent_id} to {folder}: {', '.join(sorted(taken))}")
+
+
+def _read_case_file(db, path, known_tools):
+    """The case in one file, checked; raises click.ClickException naming the file and the field."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise click.ClickException(f"  {path.name}: is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise click.ClickException(f"  {path.name}: is not valid JSON ({error})") from None
+    except RecursionError:
+        raise click.ClickException(f"  {path.name}: is nested too deeply") from None
+    try:
+        return case_store.validate(db, data, known_tools)
+    except ValidationError as error:
+        details = "\n".join(f"  {path.name}: {field}: {message}" for field, message in error.errors.items())
+        raise click.ClickException(details) from None
+
+
+@click.command("import-cases")
+@with_appcontext
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def import_cases_command(folder):
+    """Import the regression cases in FOLDER's .json files (as export-cases writes them). A case replaces the
+    agent's case of the same name. All files are imported, or none: a bad file is named with its bad field."""
+    db = get_db()
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise click.ClickException(f"{folder} has no .json file.")
+    cases, problems, seen = [], [], {}
+    for path in paths:
+        try:
+            case = _read_case_file(db, path, tool_registry().names())
+        except click.ClickException as problem:
+            problems.append(problem.message)
+            continue
+        key = (case["agent_id"], case["name"])
+        if key in seen:
+            problems.append(f'  {path.name}: name: is the name of the case in {seen[key]} too (agent "{key[0]}")')
+        seen[key] = path.name
+        cases.append(case)
+    if problems:
+        raise click.ClickException("Nothing was imported:\n" + "\n".join(problems))
+    added, replaced = case_store.import_cases(db, cases)
+    click.echo(f"Imported {len(cases)} case(s) from {folder}: {len(added)} added, {len(replaced)} replaced.")
+
+
 def register(app):
     for command in (
         init_db_command,
@@ -218,5 +359,8 @@ def register(app):
         import_agent_command,
         run_agent_command,
         import_documents_command,
+        check_cases_command,
+        export_cases_command,
+        import_cases_command,
     ):
         app.cli.add_command(command)
