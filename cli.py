@@ -57,7 +57,10 @@ def load_demo_command(replace, if_empty):
         return
     loaded = demo.load_demo(get_db(), tool_registry().names(), replace=replace)
     agents = ", ".join(loaded["agents"]) or "none new"
-    click.echo(f"Demo agents: {agents}; sample documents: {len(loaded['documents'])} loaded.")
+    click.echo(
+        f"Demo agents: {agents}; sample documents: {len(loaded['documents'])} loaded; "
+        f"regression cases: {len(loaded['cases'])} (check them with flask check-cases)."
+    )
     if not replace and loaded["skipped_agents"]:
         click.echo(f"Kept as they are: {', '.join(loaded['skipped_agents'])} (use --replace to reset them).")
 

@@ -4,9 +4,13 @@
 `flask --app app load-demo` stores them; `make run` does it on a fresh machine.
 """
 
+import engine
+from engine.cases import case_from_run
 from engine.tools.documents import CORPUS_FOLDER, load_corpus_files
 from store import agents as agent_store
+from store import cases as case_store
 from store import documents as document_store
+from store.documents import DocumentTable
 
 CANVAS_BUILDER = {
     "id": "canvas_builder",
@@ -145,11 +149,27 @@ DOCS_ASSISTANT = {
 
 DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT)
 
+# One regression case per demo agent: the name, and the message of the run it records. Untick "Restrict to one
+# call per response" on canvas_builder or catalog_explorer and "Check all" shows round 1's verdicts changing.
+DEMO_CASES = {
+    "canvas_builder": ("Two placements in one response are rejected", "Build a landing page with a hero and a text."),
+    "catalog_explorer": ("Two listings in one response are rejected", "Which bundles do nodes and terms have?"),
+    "docs_assistant": ("Every read runs: no tool is restricted", "How do refunds and shipping work?"),
+}
+
+
+def _demo_case(db, agent_id, known_tools):
+    name, message = DEMO_CASES[agent_id]
+    run = engine.run_agent(agent_store.get_agent(db, agent_id), message, documents=DocumentTable(db))
+    return case_store.validate(db, case_from_run(run, name), known_tools)
+
 
 def load_demo(db, known_tools, replace=False):
-    """Store the demo agents and the sample documents. Existing ones are kept unless `replace`.
+    """Store the demo agents, the sample documents and each agent's regression case (recorded from a run of it).
+    Existing ones are kept unless `replace`.
 
-    Returns {"agents": ids stored, "skipped_agents": ids kept, "documents": document ids stored}.
+    Returns {"agents": ids stored, "skipped_agents": ids kept, "documents": document ids stored, "cases": case ids
+    stored}.
     """
     stored, skipped = [], []
     for agent in DEMO_AGENTS:
@@ -162,4 +182,5 @@ def load_demo(db, known_tools, replace=False):
         data = {**agent, "revision": current or 1}
         stored.append(agent_store.save_agent(db, data, known_tools)["id"])
     documents = document_store.import_documents(db, load_corpus_files(CORPUS_FOLDER), replace=replace)
-    return {"agents": stored, "skipped_agents": skipped, "documents": documents}
+    added, replaced = case_store.import_cases(db, [_demo_case(db, agent_id, known_tools) for agent_id in stored])
+    return {"agents": stored, "skipped_agents": skipped, "documents": documents, "cases": added + replaced}
