@@ -24,12 +24,18 @@ def _compare_calls(first, second):
     return calls
 
 
+def _offered(round_):
+    """Which tools a request offered; the order follows the agent's tool list, which an edit may reorder."""
+    offered = round_.get("tools_offered")
+    return None if offered is None else sorted(offered)
+
+
 def _compare_round(number, one, other):
     differs = []
     if one is None or other is None:
         differs = ["round"]
     else:
-        if one.get("tools_offered") != other.get("tools_offered"):
+        if _offered(one) != _offered(other):
             differs.append("tools_offered")
         if one["assistant"].get("content") != other["assistant"].get("content"):
             differs.append("content")

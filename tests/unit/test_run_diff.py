@@ -70,3 +70,14 @@ def test_snapshot_differences_name_each_setting_and_ignore_the_revision():
         {"setting": "tools.get_layout", "before": "enabled", "after": "not enabled"},
         {"setting": "tools.list_documents", "before": "not enabled", "after": "enabled"},
     ]
+
+
+def test_the_same_tools_offered_in_another_order_are_no_difference():
+    first = bundles_run()
+    second = run_agent(
+        make_agent(tools={"list_entity_types": {}, "list_bundles": {"restrict_multiple_calls": True}}, script=SCRIPT),
+        "Which bundles?",
+    )
+
+    assert first["rounds"][0]["tools_offered"] != second["rounds"][0]["tools_offered"]
+    assert compare_runs(first, second)["identical"]
