@@ -1,0 +1,130 @@
+"""Regression cases and run comparisons as a person uses them, in headless Chromium against a live server (CSRF
+on, scripted model): save a case from a run, turn the restriction off on the agent, check the case and read
+which verdicts changed; compare two runs."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+from run_scenarios import BUNDLES_MESSAGE, bundles_agent
+
+from tests.e2e.run_page import start_run
+
+pytestmark = pytest.mark.e2e
+
+AGENT_ID = "e2e_cases"
+RESTRICT = "Restrict to one call per response"
+
+
+@pytest.fixture(autouse=True)
+def agent(put_agent):
+    put_agent(AGENT_ID, bundles_agent(label="Cases test agent"))
+
+
+def run_and_open_its_page(page):
+    page.goto(f"/agents/{AGENT_ID}/run")
+    start_run(page, BUNDLES_MESSAGE)
+    page.get_by_role("link", name=re.compile(r"^Run #\d+$")).click()
+    expect(page).to_have_url(re.compile(r"/runs/\d+$"))
+    return int(page.url.rsplit("/", 1)[1])
+
+
+def turn_the_restriction_off(page):
+    page.goto(f"/agents/{AGENT_ID}/edit")
+    page.get_by_role("group", name="list_bundles", exact=True).get_by_label(RESTRICT).uncheck()
+    page.get_by_role("button", name="Save agent").click()
+    expect(page.get_by_role("status")).to_contain_text("Saved the agent")
+
+
+def call_row(page, section, call_id):
+    return section.get_by_role("row").filter(has=page.get_by_role("rowheader").filter(has_text=call_id))
+
+
+def test_save_a_case_turn_the_restriction_off_and_read_which_verdicts_changed(page):
+    run_and_open_its_page(page)
+    page.get_by_label("Case name").fill("Both listings are rejected")
+    page.get_by_role("button", name="Save as regression case").click()
+
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Both listings are rejected")
+    expected = page.get_by_role("region", name="Expected in round 1")
+    expect(call_row(page, expected, "call_1_1")).to_contain_text("Restricted tool called more than once")
+    page.get_by_role("checkbox", name="Pin the answer").uncheck()
+    page.get_by_role("button", name="Save the case").click()
+    expect(page.get_by_role("status")).to_contain_text('Saved the case "Both listings are rejected".')
+    expect(page.get_by_role("checkbox", name="Pin the answer")).not_to_be_checked()
+    expect(page.get_by_role("checkbox", name="Pin the status of call_1_1 in round 1")).to_be_checked()
+
+    page.get_by_role("link", name="Agent", exact=True).click()
+    cases = page.get_by_role("region", name="Regression cases")
+    expect(cases.get_by_role("row").filter(has_text="Both listings are rejected")).to_contain_text("Not checked yet")
+    turn_the_restriction_off(page)
+    page.get_by_role("region", name="Regression cases").get_by_role("button", name="Check all").click()
+
+    expect(page.get_by_role("status")).to_contain_text("Checked 1 case: 0 passed, 1 failed.")
+    row = page.get_by_role("region", name="Regression cases").get_by_role("row").filter(has_text="Both listings")
+    expect(row).to_contain_text("Failed")
+    row.get_by_role("link", name="Both listings are rejected").click()
+
+    changed = page.get_by_role("list", name="What changed")
+    expect(changed).to_contain_text(
+        "round 1, call_1_1 (list_bundles): expected rejected (restricted_repeat), got executed"
+    )
+    expect(changed.get_by_role("listitem")).to_have_count(2)
+    first_round = page.get_by_role("region", name="Round 1: expected against actual")
+    expect(first_round.get_by_role("heading")).to_contain_text("changed")
+    cells = call_row(page, first_round, "call_1_1").get_by_role("cell")
+    expect(cells.nth(0)).to_contain_text("Rejected")
+    expect(cells.nth(1)).to_contain_text("Executed")
+    expect(page.get_by_role("region", name="Round 2: expected against actual").get_by_role("heading")).to_contain_text(
+        "as expected"
+    )
+
+
+def test_compare_a_run_with_the_one_before_it_after_a_change(page):
+    before = run_and_open_its_page(page)
+    turn_the_restriction_off(page)
+    after = run_and_open_its_page(page)
+
+    page.get_by_role("link", name="Compare with…").click()
+    page.get_by_role("link", name=f"The previous run of this agent, #{before}").click()
+
+    expect(page).to_have_url(re.compile(rf"/runs/{after}/compare/{before}$"))
+    settings = page.get_by_role("table", name="Settings that differ")
+    expect(settings.get_by_role("row").filter(has_text="tools.list_bundles.restrict_multiple_calls")).to_contain_text(
+        re.compile(r"false\s+true")
+    )
+    summary = page.get_by_role("table", name="Outcome of both runs")
+    expect(summary.get_by_role("row").filter(has_text="Calls rejected")).to_contain_text(re.compile(r"0\s+2"))
+    first_round = page.get_by_role("region", name="Round 1 of both runs")
+    expect(first_round.get_by_role("heading")).to_contain_text("differs")
+    expect(first_round.locator(".status.differs")).to_have_text(["Executed", "Rejected", "Executed", "Rejected"])
+    expect(page.get_by_role("region", name="Round 2 of both runs").get_by_role("heading")).to_contain_text("same")
+
+
+def test_change_and_run_again_links_the_new_run_to_its_comparison(page):
+    first = run_and_open_its_page(page)
+
+    page.get_by_role("link", name="Change and run again").click()
+    page.get_by_text("Settings for this run").click()
+    page.get_by_role("group", name="list_bundles", exact=True).get_by_label(RESTRICT).uncheck()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_role("link", name=f"Compare with run #{first}, which this run repeats").click()
+
+    expect(page).to_have_url(re.compile(rf"/runs/\d+/compare/{first}$"))
+    expect(page.get_by_role("table", name="Settings that differ")).to_contain_text(
+        "tools.list_bundles.restrict_multiple_calls"
+    )
+
+
+def test_without_javascript_a_case_is_saved_and_checked(browser, base_url):
+    context = browser.new_context(java_script_enabled=False, base_url=base_url)
+    page = context.new_page()
+    try:
+        run_id = run_and_open_its_page(page)
+        page.get_by_role("button", name="Save as regression case").click()
+        expect(page.get_by_role("heading", level=1)).to_contain_text(f"Run #{run_id}: {BUNDLES_MESSAGE[:20]}")
+        page.get_by_role("button", name="Check", exact=True).click()
+        expect(page.get_by_role("status")).to_contain_text("The case passed.")
+        expect(page.get_by_role("region", name="Latest check")).to_contain_text("Passed")
+    finally:
+        context.close()
