@@ -464,4 +464,4 @@ def case_form(case, expectation_keys, **kwargs):
 class SaveCaseForm(FlaskForm):
     """The "Save as regression case" form on a run's page; an empty name gets a default from the run."""
 
-    name = StringField("Case name")
+    name = StringField("Case name", description="Leave empty to name it after the run's message.")

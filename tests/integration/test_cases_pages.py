@@ -44,6 +44,7 @@ def test_a_run_page_offers_to_save_the_run_as_a_case(client, run_id):
     page = text_of(client.get(f"/runs/{run_id}"))
 
     assert "Save as regression case" in page
+    assert "Case name Leave empty to name it after the run's message." in page
     assert "Checking the case later replays that script against the agent as it is then." in page
 
 
