@@ -312,15 +312,13 @@ def export_cases_command(agent_id, folder):
 def _read_case_file(db, path, known_tools):
     """The case in one file, checked; raises click.ClickException naming the file and the field."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return case_store.validate(db, json.loads(path.read_text(encoding="utf-8")), known_tools)
     except UnicodeDecodeError:
         raise click.ClickException(f"  {path.name}: is not UTF-8 text") from None
     except json.JSONDecodeError as error:
         raise click.ClickException(f"  {path.name}: is not valid JSON ({error})") from None
-    except RecursionError:
+    except RecursionError:  # parsing it, or copying and checking what was parsed
         raise click.ClickException(f"  {path.name}: is nested too deeply") from None
-    try:
-        return case_store.validate(db, data, known_tools)
     except ValidationError as error:
         details = "\n".join(f"  {path.name}: {field}: {message}" for field, message in error.errors.items())
         raise click.ClickException(details) from None
@@ -333,7 +331,7 @@ def import_cases_command(folder):
     """Import the regression cases in FOLDER's .json files (as export-cases writes them). A case replaces the
     agent's case of the same name. All files are imported, or none: a bad file is named with its bad field."""
     db = get_db()
-    paths = sorted(folder.glob("*.json"))
+    paths = sorted(path for path in folder.glob("*.json") if path.is_file())
     if not paths:
         raise click.ClickException(f"{folder} has no .json file.")
     cases, problems, seen = [], [], {}

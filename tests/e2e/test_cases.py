@@ -8,6 +8,8 @@ import pytest
 from playwright.sync_api import expect
 from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
+from store import cases as case_store
+from store.db import open_db
 from tests.e2e.run_page import start_run
 
 pytestmark = pytest.mark.e2e
@@ -17,7 +19,14 @@ RESTRICT = "Restrict to one call per response"
 
 
 @pytest.fixture(autouse=True)
-def agent(put_agent):
+def agent(put_agent, live_server):
+    """The agent afresh, without the cases an earlier test saved on it (cases outlive their agent)."""
+    db = open_db(live_server.app.config["DATABASE"])
+    try:
+        for case in case_store.list_cases(db, AGENT_ID):
+            case_store.delete_case(db, case["id"])
+    finally:
+        db.close()
     put_agent(AGENT_ID, bundles_agent(label="Cases test agent"))
 
 

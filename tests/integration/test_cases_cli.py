@@ -152,6 +152,12 @@ def test_importing_a_case_again_replaces_the_one_with_its_name(runner, case_id, 
         (lambda case: b"{", "bad.json: is not valid JSON"),
         (lambda case: b"\xff\xfe", "bad.json: is not UTF-8 text"),
         (lambda case: b"[" * 100_000 + b"]" * 100_000, "bad.json: is nested too deeply"),
+        (
+            lambda case: (
+                json.dumps({**case, "overrides": {"model": [[[]]]}}).replace("[]", "[" * 700 + "]" * 700).encode()
+            ),
+            "bad.json: is nested too deeply",
+        ),
         (lambda case: json.dumps({**case, "message": None}).encode(), "bad.json: message: must be a string"),
         (lambda case: json.dumps({**case, "agent_id": "nobody"}).encode(), "bad.json: agent_id: no agent has the id"),
         (
