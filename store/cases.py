@@ -1,9 +1,10 @@
 """Regression cases, stored on their agent: the case's JSON form (engine.cases) in and out, one `cases` row each,
 with the result of its latest check.
 
-Every write validates with engine.cases.validate_case, then checks what only storage knows: the agent exists,
-the case's overrides make a valid run of it, and no other case of the agent has the same name. A case read back
-is its JSON form plus `id`, `source_run_id`, `last_check`, `created_at` and `updated_at`.
+Every write validates with engine.cases.validate_case; saving a run as a case and importing also check what only
+storage knows (the agent exists and the case's overrides make a valid run of it), and a new name must be free
+among the agent's cases (an import replaces the case of that name instead). A case read back is its JSON form
+plus `id`, `source_run_id`, `last_check`, `created_at` and `updated_at`.
 """
 
 import json
