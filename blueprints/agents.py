@@ -51,9 +51,9 @@ def _submit(db, form, agent_id, create):
     data = form.agent_data(agent_id)
     try:
         if form.errors:
-            agent_store.validate(db, data, tool_registry().names())
+            agent_store.validate(db, data, tool_registry().parameters_by_name())
             return None, {}, None
-        return agent_store.save_agent(db, data, tool_registry().names(), create=create), {}, None
+        return agent_store.save_agent(db, data, tool_registry().parameters_by_name(), create=create), {}, None
     except ValidationError as error:
         return None, error.errors, None
     except RevisionConflict as conflict:

@@ -92,7 +92,7 @@ def run_agent_page(agent_id):
     if not form_is_valid:
         # Check the settings too, so one submit shows every error, not the form's first and the engine's later.
         try:
-            load_agent(agent, overrides, known_tools=set(names))
+            load_agent(agent, overrides, known_tools=tool_registry().parameters_by_name())
         except ValidationError as error:
             errors = error.errors
     else:
