@@ -143,7 +143,62 @@ DOCS_ASSISTANT = {
     ],
 }
 
-DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT)
+CATALOG_PAGE = {
+    "id": "catalog_page",
+    "label": "Catalog page (argument rules and artifacts)",
+    "description": (
+        "Shows the per-argument rules and artifacts at work. list_bundles only allows node and media, keeps its "
+        "output as an artifact and refuses the same call twice; place_component always places in the footer, "
+        "an argument the model never sees. The model asks for a forbidden entity type, retries, places a text "
+        "component and fills it with the artifact's content, then repeats a call and is told to use the result."
+    ),
+    "system_prompt": (
+        "You build a page that lists the content types of the site. list_bundles answers with a placeholder "
+        "{{artifact:list_bundles:N}}: pass it to another tool and Toolgate puts the real output in its place. "
+        "place_component returns the UUID of the component it placed; set its text with edit_component.\n\n"
+        "This demo runs on the scripted model: it first asks for the user bundles, which the allow-list rejects."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {
+        "list_bundles": {
+            "argument_rules": {"entity_type": {"action": "only_allow", "values": ["node", "media"]}},
+            "use_artifacts": True,
+            "max_identical_calls": 1,
+            "progress_message": "Listing the bundles…",
+        },
+        "place_component": {
+            "argument_rules": {"region": {"action": "force_value", "values": ["footer"], "hide": True}},
+            "argument_descriptions": {"component": "Use text for a list of bundles."},
+        },
+        "edit_component": {},
+    },
+    "script": [
+        {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "user"}}]},
+        {
+            "content": "Users are not allowed; content types, then.",
+            "tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}],
+        },
+        {"tool_calls": [{"id": "text", "name": "place_component", "arguments": {"component": "text"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_component",
+                    "arguments": {"uuid": "{{text}}", "props": {"text": "{{artifact:list_bundles:1}}"}},
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+        {
+            "content": (
+                "The footer now has a text component listing the content types: Article and Basic page. The user "
+                "bundles were not allowed, and listing the content types a second time was refused."
+            )
+        },
+    ],
+}
+
+DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT, CATALOG_PAGE)
 
 
 def load_demo(db, known_tools, replace=False):
