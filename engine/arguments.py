@@ -59,14 +59,14 @@ def value_error(parameters, property_name, value):
 def _check_values(errors, where, rule, parameters, property_name):
     action, values = rule["action"], rule["values"]
     if action == ONLY_ALLOW and not values:
-        errors[f"{where}.values"] = "needs at least one allowed value"
+        errors[f"{where}.values"] = "must hold at least one allowed value"
     elif action == FORCE_VALUE and len(values) != 1:
-        errors[f"{where}.values"] = f"needs exactly one value to force (got {len(values)})"
+        errors[f"{where}.values"] = f"must hold exactly one value to force (got {len(values)})"
     elif parameters is not None:
         for number, value in enumerate(values, start=1):
             problem = value_error(parameters, property_name, value)
             if problem:
-                errors[f"{where}.values"] = f"value {number} does not fit the argument: {problem}"
+                errors[f"{where}.values"] = f"must fit the argument's schema (value {number}: {problem})"
                 break
 
 

@@ -62,7 +62,8 @@ def test_a_rule_whose_value_does_not_fit_the_schema_is_a_400_naming_it(client):
     assert response.status_code == 400
     assert response.json["field"] == "tools.place_component.argument_rules.region.values"
     assert response.json["error"].startswith(
-        "tools.place_component.argument_rules.region.values: value 1 does not fit the argument: 'side' is not one of"
+        "tools.place_component.argument_rules.region.values: must fit the argument's schema "
+        "(value 1: 'side' is not one of"
     )
 
 

@@ -107,26 +107,26 @@ BAD_RULES = [
         "list_bundles",
         {"argument_rules": {"entity_type": {"action": "only_allow", "values": []}}},
         f"{LIST_BUNDLES_RULES}.entity_type.values",
-        "needs at least one allowed value",
+        "must hold at least one allowed value",
     ),
     (
         "list_bundles",
         {"argument_rules": {"entity_type": {"action": "force_value", "values": ["node", "user"]}}},
         f"{LIST_BUNDLES_RULES}.entity_type.values",
-        "needs exactly one value to force (got 2)",
+        "must hold exactly one value to force (got 2)",
     ),
     (
         "list_bundles",
         {"argument_rules": {"entity_type": {"action": "only_allow", "values": ["node", 5]}}},
         f"{LIST_BUNDLES_RULES}.entity_type.values",
-        "value 2 does not fit the argument: 5 is not of type 'string'",
+        "must fit the argument's schema (value 2: 5 is not of type 'string')",
     ),
     (
         "place_component",
         {"argument_rules": {"component": {"action": "force_value", "values": ["banner"]}}},
         "tools.place_component.argument_rules.component.values",
-        "value 1 does not fit the argument: 'banner' is not one of ['section', 'hero', 'heading', 'text', 'image', "
-        "'button', 'card']",
+        "must fit the argument's schema (value 1: 'banner' is not one of ['section', 'hero', 'heading', 'text', "
+        "'image', 'button', 'card'])",
     ),
     (
         "list_bundles",
