@@ -100,3 +100,26 @@ def test_a_disallowed_value_is_rejected_and_the_retry_runs(page, allow_list_agen
     expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(
         "Nodes have articles and basic pages."
     )
+
+
+def test_without_javascript_a_rules_values_are_there_all_along(browser, base_url):
+    context = browser.new_context(java_script_enabled=False, base_url=base_url)
+    page = context.new_page()
+    page.goto("/agents/new")
+    page.get_by_label("Label", exact=True).fill("No script rules")
+    tool(page, "place_component").get_by_label("Enable", exact=True).check()
+    region = argument(page, "place_component", "region")
+    region.get_by_label("Values").fill("footer")
+    region.get_by_label("Hide from the model").check()
+    page.get_by_role("button", name="Create agent").click()
+
+    region = argument(page, "place_component", "region")  # refused: hidden without a forced value
+    expect(region.get_by_label("Hide from the model")).to_have_accessible_description(
+        re.compile(r"Hide from the model is only possible with a forced value \(action force_value\)\.$")
+    )
+    region.get_by_label("Rule").select_option(label="Force this value")
+    page.get_by_role("button", name="Create agent").click()
+
+    expect(page).to_have_url(re.compile(r"/agents/no_script_rules$"))
+    expect(page.get_by_text('forced to "footer", hidden from the model')).to_be_visible()
+    context.close()
