@@ -55,7 +55,7 @@ def load_demo_command(replace, if_empty):
     if if_empty and agent_store.list_agents(get_db()):
         click.echo("The database has agents already; demo not loaded.")
         return
-    loaded = demo.load_demo(get_db(), tool_registry().names(), replace=replace)
+    loaded = demo.load_demo(get_db(), tool_registry().parameters_by_name(), replace=replace)
     agents = ", ".join(loaded["agents"]) or "none new"
     click.echo(
         f"Demo agents: {agents}; sample documents: {len(loaded['documents'])} loaded; "
@@ -98,7 +98,7 @@ def import_agent_command(file, replace):
         except NotFound:
             pass
     try:
-        agent = agent_store.save_agent(db, data, tool_registry().names())
+        agent = agent_store.save_agent(db, data, tool_registry().parameters_by_name())
     except ValidationError as error:
         details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())
         raise click.ClickException(f"{file.name} is not a valid agent; nothing was imported:\n{details}") from None

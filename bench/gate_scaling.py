@@ -21,7 +21,7 @@ def response(size):
 
 def report():
     registry = default_registry()
-    config, _ = load_agent(AGENT, known_tools=set(registry.names()))
+    config, _ = load_agent(AGENT, known_tools=registry.parameters_by_name())
     print("Gate alone: one response of N valid list_bundles calls (schema-checked)")
     per_call = {}
     for size in SIZES:

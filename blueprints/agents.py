@@ -1,7 +1,8 @@
 """Agent pages: the list, one agent, the create and edit form with each tool's settings, and delete.
 
-The form posts plainly (Post/Redirect/Get); htmx only swaps two fragments in: the "Multiple call error message"
-field when "Restrict to one call per response" is ticked, and the machine name derived from the label.
+The form posts plainly (Post/Redirect/Get); htmx only swaps fragments in: the "Multiple call error message"
+field when "Restrict to one call per response" is ticked, an argument rule's values when a rule is chosen, and
+the machine name derived from the label.
 """
 
 import json
@@ -27,7 +28,7 @@ def _provider_choices(db):
 
 
 def _agent_form(db, agent=None):
-    return forms.agent_form(tool_registry().names(), _provider_choices(db), agent=agent)
+    return forms.agent_form(tool_registry().parameters_by_name(), _provider_choices(db), agent=agent)
 
 
 def _render_form(form, agent=None, status=200, form_errors=(), conflict=None):
@@ -52,9 +53,9 @@ def _submit(db, form, agent_id, create):
     data = form.agent_data(agent_id)
     try:
         if form.errors:
-            agent_store.validate(db, data, tool_registry().names())
+            agent_store.validate(db, data, tool_registry().parameters_by_name())
             return None, {}, None
-        return agent_store.save_agent(db, data, tool_registry().names(), create=create), {}, None
+        return agent_store.save_agent(db, data, tool_registry().parameters_by_name(), create=create), {}, None
     except ValidationError as error:
         return None, error.errors, None
     except RevisionConflict as conflict:
@@ -91,7 +92,7 @@ def machine_name_field():
         derived, value = derived_before, current
     else:
         value = derived
-    form = forms.agent_form_class(())(data={"id": value}, meta={"csrf": False})
+    form = forms.agent_form_class({})(data={"id": value}, meta={"csrf": False})
     return render_template("agents/_machine_name_field.html", form=form, derived_machine_name=derived)
 
 
@@ -147,13 +148,35 @@ def error_message_field(tool_name):
     """The "Multiple call error message" fragment of one tool, from the form bound to the query string: the
     textarea while the restriction is ticked, an empty wrapper (the next swap's target) when it is not. The run
     page's per-run settings reveal it through here too: their fields have the same names."""
-    names = tool_registry().names()
-    if tool_name not in names:
-        abort(404)
-    form = forms.agent_form_class(names)(formdata=request.args, meta={"csrf": False})
     return render_template(
         "agents/_error_message_field.html",
         tool_name=tool_name,
-        tool_form=form.tools[tool_name],
+        tool_form=_tool_form_from_query(tool_name),
         in_fragment=True,
     )
+
+
+@bp.get("/agents/tool-settings/<tool_name>/arguments/<argument>/rule")
+def argument_rule_field(tool_name, argument):
+    """The values (and, for a forced value, "Hide from the model") of one argument's rule, from the form bound to
+    the query string: shown once a rule is chosen, an empty wrapper (the next swap's target) without one. Like
+    the error message, the run page's per-run settings reveal it through here too."""
+    arguments = _tool_form_from_query(tool_name).arguments
+    if argument not in arguments.form:
+        abort(404)
+    return render_template(
+        "agents/_argument_rule_field.html",
+        tool_name=tool_name,
+        argument=argument,
+        rule_form=arguments[argument],
+        in_fragment=True,
+    )
+
+
+def _tool_form_from_query(tool_name):
+    """One tool's settings sub-form, bound to the query string an htmx reveal sends; a 404 for an unknown tool."""
+    tools = tool_registry().parameters_by_name()
+    if tool_name not in tools:
+        abort(404)
+    form = forms.agent_form_class({tool_name: tools[tool_name]})(formdata=request.args, meta={"csrf": False})
+    return form.tools[tool_name]

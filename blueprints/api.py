@@ -6,10 +6,13 @@ why the blueprint can skip CSRF tokens: a browser will not send such a request c
 preflight.
 """
 
+import json
+
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import BadRequest
 
 from blueprints import json_error, json_validation_error, tool_registry
+from engine import tools_for_agent
 from engine.config import ValidationError
 from store import NotFound, RevisionConflict
 from store import agents as agent_store
@@ -40,6 +43,26 @@ def get_agent(agent_id):
         return json_error(404, str(error), "agent_id")
 
 
+@bp.get("/agents/<agent_id>/tools")
+def get_agent_tools(agent_id):
+    """{"tools": [...]}: the tools the agent's next model request sends, in OpenAI's format, exactly as a run
+    would send them; `?overrides=<JSON>` applies a run's overrides first."""
+    try:
+        agent = agent_store.get_agent(get_db(), agent_id)
+    except NotFound as error:
+        return json_error(404, str(error), "agent_id")
+    overrides = request.args.get("overrides")
+    if overrides is not None:
+        try:
+            overrides = json.loads(overrides)
+        except ValueError:
+            return json_error(400, "is not valid JSON", "overrides")
+    try:
+        return jsonify({"tools": tools_for_agent(agent, overrides, registry=tool_registry())})
+    except ValidationError as error:
+        return json_validation_error(error)
+
+
 @bp.put("/agents/<agent_id>")
 def put_agent(agent_id):
     """Create or replace. Replacing needs the stored `revision`; the answer is the stored agent."""
@@ -55,7 +78,7 @@ def put_agent(agent_id):
     db = get_db()
     existed = agent_store.agent_exists(db, agent_id)
     try:
-        agent = agent_store.save_agent(db, {**data, "id": agent_id}, tool_registry().names())
+        agent = agent_store.save_agent(db, {**data, "id": agent_id}, tool_registry().parameters_by_name())
     except ValidationError as error:
         return json_validation_error(error)
     except RevisionConflict as conflict:

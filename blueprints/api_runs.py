@@ -19,7 +19,7 @@ from store.db import get_db
 bp = Blueprint("api_runs", __name__, url_prefix="/api")
 
 RUN_FIELDS = ("message", "overrides")
-GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far")
+GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far", "artifacts")
 
 
 def _json_object(allowed):
@@ -80,7 +80,7 @@ def list_runs():
 
 @bp.post("/agents/<agent_id>/gate")
 def review_gate(agent_id):
-    """The gate's verdict on {"tool_calls", "overrides", "calls_so_far"}; nothing executes."""
+    """The gate's verdict on {"tool_calls", "overrides", "calls_so_far", "artifacts"}; nothing executes."""
     data, failure = _json_object(GATE_FIELDS)
     if failure:
         return failure
@@ -93,6 +93,7 @@ def review_gate(agent_id):
             data["tool_calls"],
             data.get("overrides"),
             data.get("calls_so_far"),
+            artifacts=data.get("artifacts"),
             registry=run_options()["registry"],
         )
     except NotFound as error:

@@ -26,6 +26,7 @@ from wtforms import (
 from wtforms.validators import ValidationError
 from wtforms.widgets import NumberInput
 
+from blueprints.argument_forms import argument_error_field, argument_settings, arguments_field, arguments_form_data
 from engine import texts
 from engine.config import (
     AGENT_DEFAULTS,
@@ -114,8 +115,25 @@ class ToolSettingsForm(Form):
         description="Calls past this number in one run are rejected. 0 = unlimited.",
         widget=NumberInput(min=0, max=MAX_CALLS_PER_RUN_LIMIT),
     )
+    max_identical_calls = StringField(
+        "Max identical calls",
+        default="0",
+        description="A call with the same arguments as this many calls that already ran in the run is rejected, "
+        "telling the model to use the earlier result. 0 = unlimited.",
+        widget=NumberInput(min=0, max=MAX_CALLS_PER_RUN_LIMIT),
+    )
+    use_artifacts = BooleanField(
+        "Use artifacts",
+        description="Keep the output as an artifact: the model gets {{artifact:TOOL:N}} in its place, and that "
+        "placeholder in a later call's arguments is replaced by the output before the call runs.",
+    )
+    progress_message = StringField(
+        "Progress message", description="Shown beside this tool's calls on the run page, e.g. “Listing bundles…”."
+    )
+    arguments = arguments_field(None)  # each tool's own, from its schema: see _tools_field
 
     def settings(self):
+        argument_rules, argument_descriptions = argument_settings(self.arguments)
         return {
             "restrict_multiple_calls": self.restrict_multiple_calls.data,
             "multiple_call_error_message": _text(self.multiple_call_error_message.data),
@@ -123,31 +141,47 @@ class ToolSettingsForm(Form):
             "return_directly": self.return_directly.data,
             "description_override": _text(self.description_override.data),
             "max_calls_per_run": _whole_number(self.max_calls_per_run.data),
+            "max_identical_calls": _whole_number(self.max_identical_calls.data),
+            "argument_rules": argument_rules,
+            "argument_descriptions": argument_descriptions,
+            "use_artifacts": self.use_artifacts.data,
+            "progress_message": (self.progress_message.data or "").strip(),
         }
 
 
-def _tools_field(tool_names):
-    """One ToolSettingsForm per tool, as a sub-form whose fields are named tools-NAME-KEY."""
-    tools_form = type("ToolsForm", (Form,), {name: FormField(ToolSettingsForm, label=name) for name in tool_names})
-    return FormField(tools_form)
+def _tools_field(tools):
+    """One ToolSettingsForm per tool, as a sub-form whose fields are named tools-NAME-KEY. `tools` maps each name
+    to the JSON Schema of its arguments (None for a tool the registry no longer has), which gives the tool's
+    argument fields (tools-NAME-arguments-ARGUMENT-KEY)."""
+    fields = {
+        name: FormField(type("ToolSettingsForm", (ToolSettingsForm,), {"arguments": arguments_field(parameters)}))
+        for name, parameters in tools.items()
+    }
+    return FormField(type("ToolsForm", (Form,), fields))
 
 
 def _tool_error_field(form, parts):
-    """The field of a tool's error key split on its dots (tools, NAME[, KEY]): the setting, else the checkbox."""
+    """The field of a tool's error key split on its dots (tools, NAME[, KEY[, ARGUMENT[, KEY]]]): the setting, else
+    the checkbox."""
     if len(parts) < 2 or parts[1] not in form.tool_names:
         return None
     tool_form = form.tools[parts[1]].form
+    argument_field = argument_error_field(tool_form, parts)
+    if argument_field is not None:
+        return argument_field
     return tool_form[parts[2]] if len(parts) == 3 and parts[2] in tool_form else tool_form.enabled
 
 
-def _tools_form_data(agent, tool_names):
+def _tools_form_data(agent, tools):
     """Each tool's checkbox and settings as form data: ticked with its settings when the agent enables it."""
-    tools = {}
-    for name in tool_names:
+    data = {}
+    for name, parameters in tools.items():
         settings = agent["tools"].get(name)
-        tools[name] = {**TOOL_SETTING_DEFAULTS, **(settings or {}), "enabled": settings is not None}
-        tools[name]["max_calls_per_run"] = str(tools[name]["max_calls_per_run"])
-    return tools
+        data[name] = {**TOOL_SETTING_DEFAULTS, **(settings or {}), "enabled": settings is not None}
+        for key in ("max_calls_per_run", "max_identical_calls"):
+            data[name][key] = str(data[name][key])
+        data[name]["arguments"] = arguments_form_data(settings or {}, parameters)
+    return data
 
 
 AGENT_SCRIPT_HELP = Markup(
@@ -210,7 +244,7 @@ class AgentForm(FlaskForm):
     )
     revision = HiddenField()
 
-    tool_names = ()  # set by agent_form()
+    tool_names = ()  # set by agent_form_class()
 
     def validate_script(self, field):
         self.script_value = _parse_script(field.data)
@@ -254,17 +288,19 @@ class AgentForm(FlaskForm):
         return None
 
 
-def agent_form_class(tool_names):
-    """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY)."""
-    return type("BoundAgentForm", (AgentForm,), {"tools": _tools_field(tool_names), "tool_names": tuple(tool_names)})
+def agent_form_class(tools):
+    """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY); `tools` maps the
+    names to the JSON Schemas of their arguments (ToolRegistry.parameters_by_name())."""
+    return type("BoundAgentForm", (AgentForm,), {"tools": _tools_field(tools), "tool_names": tuple(tools)})
 
 
-def agent_form(tool_names, provider_choices, agent=None, **kwargs):
-    """The agent form for these tools and providers ([(id, label)]): bound to the request's POST data, else to
-    `agent`. A provider the agent names that no longer exists stays selectable, marked missing."""
-    form_class = agent_form_class(tool_names)
+def agent_form(tools, provider_choices, agent=None, **kwargs):
+    """The agent form for these tools (name -> schema of its arguments) and providers ([(id, label)]): bound to
+    the request's POST data, else to `agent`. A provider the agent names that no longer exists stays selectable,
+    marked missing."""
+    form_class = agent_form_class(tools)
     if agent is not None:
-        kwargs.setdefault("data", agent_to_form_data(agent, tool_names))
+        kwargs.setdefault("data", agent_to_form_data(agent, tools))
     form = form_class(**kwargs)
     choices = [SelectChoice(value, label) for value, label in provider_choices]
     if form.provider.data and form.provider.data not in [value for value, _label in provider_choices]:
@@ -273,7 +309,7 @@ def agent_form(tool_names, provider_choices, agent=None, **kwargs):
     return form
 
 
-def agent_to_form_data(agent, tool_names):
+def agent_to_form_data(agent, tools):
     """An agent's JSON form as the form's data, for editing."""
     agent = {**AGENT_DEFAULTS, **agent}
     return {
@@ -289,7 +325,7 @@ def agent_to_form_data(agent, tool_names):
         "max_rounds_message": agent["max_rounds_message"],
         "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
         "revision": str(agent["revision"]),
-        "tools": _tools_form_data(agent, tool_names),
+        "tools": _tools_form_data(agent, tools),
     }
 
 
@@ -339,35 +375,36 @@ class RunForm(FlaskForm):
         return None
 
 
-def run_form_class(tool_names, scripted):
-    """A RunForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY)."""
-    attributes = {"tools": _tools_field(tool_names), "tool_names": tuple(tool_names), "scripted": scripted}
+def run_form_class(tools, scripted):
+    """A RunForm with one ToolSettingsForm per tool (fields named tools-NAME-KEY), as agent_form_class."""
+    attributes = {"tools": _tools_field(tools), "tool_names": tuple(tools), "scripted": scripted}
     return type("BoundRunForm", (RunForm,), attributes)
 
 
-def run_form(agent, tool_names, message="", overrides=None, **kwargs):
-    """The run form for a stored agent: bound to the request's POST data, else prefilled from the agent (with a
-    previous run's message and overrides applied when given)."""
+def run_form(agent, tools, message="", overrides=None, **kwargs):
+    """The run form for a stored agent and the registered tools (name -> schema of its arguments): bound to the
+    request's POST data, else prefilled from the agent (with a previous run's message and overrides applied when
+    given). The agent's tools come first."""
     scripted = agent["provider"] == SCRIPTED_PROVIDER
-    names = [name for name in agent["tools"]] + [name for name in tool_names if name not in agent["tools"]]
-    form_class = run_form_class(names, scripted)
+    names = [*agent["tools"], *(name for name in tools if name not in agent["tools"])]
+    form_class = run_form_class({name: tools.get(name) for name in names}, scripted)
     prefill = agent
     if overrides:
         try:
             prefill = apply_overrides(agent, overrides)
         except ValueError:
             prefill = agent
-    kwargs.setdefault("data", _run_form_data(prefill, names, message))
+    kwargs.setdefault("data", _run_form_data(prefill, {name: tools.get(name) for name in names}, message))
     return form_class(**kwargs)
 
 
-def _run_form_data(agent, tool_names, message):
+def _run_form_data(agent, tools, message):
     return {
         "message": message,
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
         "script": json.dumps(agent.get("script", []), indent=2, ensure_ascii=False),
-        "tools": _tools_form_data(agent, tool_names),
+        "tools": _tools_form_data(agent, tools),
     }
 
 

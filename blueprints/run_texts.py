@@ -13,6 +13,8 @@ REASON_TEXTS = {
     "unknown_tool": "Unknown tool",
     "invalid_arguments": "Invalid arguments",
     "call_limit": "Call limit reached",
+    "argument_not_allowed": "Value not allowed",
+    "repeated_call": "Repeated identical call",
     "restricted_repeat": "Restricted tool called more than once",
     "collateral": "Collateral: another tool in this response is restricted",
     "tools_disabled": "Tools were not offered",

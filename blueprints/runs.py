@@ -86,7 +86,7 @@ def _repeated_run_id(db, agent_id):
 def run_agent_page(agent_id):
     db = get_db()
     agent = get_or_404(agent_store.get_agent, db, agent_id)
-    names = tool_registry().names()
+    tools = tool_registry().parameters_by_name()
     if request.method == "GET":
         message, overrides = "", None
         previous_id = request.args.get("from", type=int)
@@ -94,16 +94,16 @@ def run_agent_page(agent_id):
             previous = get_or_404(run_store.get_run, db, previous_id)
             if previous["agent_id"] == agent_id:
                 message, overrides = previous["message"], previous["overrides"]
-        return _render_run_page(agent, run_form(agent, names, message=message, overrides=overrides))
+        return _render_run_page(agent, run_form(agent, tools, message=message, overrides=overrides))
 
-    form = run_form(agent, names)
+    form = run_form(agent, tools)
     errors, run = {}, None
     form_is_valid = form.validate()
     overrides = overrides_between(agent, form.run_settings())
     if not form_is_valid:
         # Check the settings too, so one submit shows every error, not the form's first and the engine's later.
         try:
-            load_agent(agent, overrides, known_tools=set(names))
+            load_agent(agent, overrides, known_tools=tools)
         except ValidationError as error:
             errors = error.errors
     else:

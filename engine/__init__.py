@@ -16,7 +16,7 @@ from .config import (
     validate_agent,
 )
 from .loop import STOP_REASONS, run_agent
-from .review import review_tool_calls
+from .review import review_tool_calls, tools_for_agent
 from .tools import default_registry
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "fill_defaults",
     "review_tool_calls",
     "run_agent",
+    "tools_for_agent",
     "validate_agent",
 ]
 

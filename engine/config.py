@@ -7,8 +7,11 @@ version needs no migration when a setting is added.
 
 import copy
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from .arguments import check_argument_descriptions, check_argument_rules, rules_from_json
 
 ID_MAX = 64
 ID_PATTERN = re.compile(rf"^[a-z][a-z0-9_]{{0,{ID_MAX - 1}}}$")
@@ -33,6 +36,11 @@ TOOL_SETTING_DEFAULTS = MappingProxyType(
         "return_directly": False,
         "description_override": "",
         "max_calls_per_run": 0,
+        "max_identical_calls": 0,
+        "argument_rules": {},
+        "argument_descriptions": {},
+        "use_artifacts": False,
+        "progress_message": "",
     }
 )
 
@@ -68,6 +76,10 @@ class ValidationError(ValueError):
         super().__init__(f"{self.field}: {message}")
 
 
+def _empty_mapping():
+    return MappingProxyType({})
+
+
 @dataclass(frozen=True)
 class ToolSettings:
     restrict_multiple_calls: bool = False
@@ -76,6 +88,22 @@ class ToolSettings:
     return_directly: bool = False
     description_override: str = ""
     max_calls_per_run: int = 0
+    max_identical_calls: int = 0
+    argument_rules: MappingProxyType = field(default_factory=_empty_mapping)  # argument name -> ArgumentRule
+    argument_descriptions: MappingProxyType = field(default_factory=_empty_mapping)  # argument name -> text
+    use_artifacts: bool = False
+    progress_message: str = ""
+
+    @classmethod
+    def from_json(cls, settings):
+        """The settings of an already validated tool settings dict."""
+        return cls(
+            **{
+                **settings,
+                "argument_rules": MappingProxyType(rules_from_json(settings["argument_rules"])),
+                "argument_descriptions": MappingProxyType(dict(settings["argument_descriptions"])),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -136,6 +164,8 @@ def _check_int(errors, name, value, low, high):
 
 
 def _check_tool_settings(errors, tool_name, settings, known_tools):
+    """Put a message in `errors` for every bad setting of one tool; normalise the per-argument settings in
+    place (defaults filled in, empty entries dropped)."""
     prefix = f"tools.{tool_name}"
     if known_tools is not None and tool_name not in known_tools:
         errors[prefix] = f'"{tool_name}" is not a registered tool'
@@ -146,12 +176,19 @@ def _check_tool_settings(errors, tool_name, settings, known_tools):
     for key in settings:
         if key not in TOOL_SETTING_DEFAULTS:
             errors[f"{prefix}.{key}"] = "is not a tool setting"
-    for key in ("restrict_multiple_calls", "require_usage", "return_directly"):
+    for key in ("restrict_multiple_calls", "require_usage", "return_directly", "use_artifacts"):
         if not isinstance(settings[key], bool):
             errors[f"{prefix}.{key}"] = "must be true or false"
     for key in ("multiple_call_error_message", "description_override"):
         check_text(errors, settings, key, DESCRIPTION_MAX, error_key=f"{prefix}.{key}")
-    _check_int(errors, f"{prefix}.max_calls_per_run", settings["max_calls_per_run"], 0, MAX_CALLS_PER_RUN_LIMIT)
+    check_text(errors, settings, "progress_message", LABEL_MAX, error_key=f"{prefix}.progress_message")
+    for key in ("max_calls_per_run", "max_identical_calls"):
+        _check_int(errors, f"{prefix}.{key}", settings[key], 0, MAX_CALLS_PER_RUN_LIMIT)
+    parameters = known_tools.get(tool_name) if isinstance(known_tools, Mapping) else None
+    settings["argument_rules"] = check_argument_rules(errors, prefix, tool_name, settings["argument_rules"], parameters)
+    settings["argument_descriptions"] = check_argument_descriptions(
+        errors, prefix, tool_name, settings["argument_descriptions"], parameters, DESCRIPTION_MAX
+    )
 
 
 def check_script(script):
@@ -194,7 +231,7 @@ def fill_defaults(data):
     filled.update(copy.deepcopy(data))
     if isinstance(filled.get("tools"), dict):
         filled["tools"] = {
-            name: {**TOOL_SETTING_DEFAULTS, **settings} if isinstance(settings, dict) else settings
+            name: {**copy.deepcopy(dict(TOOL_SETTING_DEFAULTS)), **settings} if isinstance(settings, dict) else settings
             for name, settings in filled["tools"].items()
         }
     return filled
@@ -203,8 +240,11 @@ def fill_defaults(data):
 def validate_agent(data, known_tools=None):
     """Validate an agent's JSON form and return it with every default filled in.
 
-    `known_tools` is the set of registered tool names; None skips that check. Raises ValidationError
-    listing every bad field. System prompt line endings are normalised to `\\n`.
+    `known_tools`: the registered tools, as a mapping of name to the JSON Schema of its arguments
+    (`ToolRegistry.parameters_by_name()`), which also checks the argument rules and descriptions against the
+    schema; or as a set of names, which checks the names only; None skips both. Raises ValidationError listing
+    every bad field. System prompt line endings are normalised to `\\n`; argument rules without an action and
+    empty argument descriptions are dropped.
     """
     if not isinstance(data, dict):
         raise ValidationError({"agent": "must be a JSON object"})
@@ -312,7 +352,7 @@ def overrides_between(agent, wanted):
 
 def build_config(agent):
     """The frozen AgentConfig of an already validated agent dict."""
-    tools = MappingProxyType({name: ToolSettings(**settings) for name, settings in agent["tools"].items()})
+    tools = MappingProxyType({name: ToolSettings.from_json(settings) for name, settings in agent["tools"].items()})
     return AgentConfig(
         **{key: agent[key] for key in AGENT_DEFAULTS if key not in ("tools", "script")},
         id=agent["id"],

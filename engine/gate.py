@@ -1,19 +1,25 @@
 """The gate: reviews every tool call of one model response before any of them runs (SPEC §4).
 
-Pure: it reads the calls, the agent's settings, the registry and how often each tool already ran in this run,
-and returns one verdict per call, in response order. Executing and logging are the loop's business.
+Pure: it reads the calls, the agent's settings, the registry, what already ran in this run (how often each
+tool, how often each identical call) and the run's artifacts, and returns one verdict per call, in response
+order. Executing, keeping artifacts and logging are the loop's business.
 """
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 
 from . import texts
+from .arguments import apply_argument_rules, checked_parameters, hidden_arguments
+from .artifacts import resolve_artifacts
 from .types import ToolCall
 
 UNKNOWN_TOOL = "unknown_tool"
 INVALID_ARGUMENTS = "invalid_arguments"
+ARGUMENT_NOT_ALLOWED = "argument_not_allowed"
+REPEATED_CALL = "repeated_call"
 CALL_LIMIT = "call_limit"
 RESTRICTED_REPEAT = "restricted_repeat"
 COLLATERAL = "collateral"
@@ -26,7 +32,9 @@ class Verdict:
     allowed: bool
     reason: str | None = None
     message: str | None = None  # the tool message of a rejected call
-    arguments: dict | None = None  # the validated arguments of an allowed call
+    arguments: dict | None = None  # what an allowed call executes with: placeholders replaced, values forced
+    forced_arguments: dict | None = None  # {argument: forced value} of an allowed call
+    replaced_placeholders: tuple = ()  # the artifact placeholders replaced in its arguments
 
 
 @dataclass(frozen=True)
@@ -42,11 +50,12 @@ class Review:
 _validators = {}
 
 
-def _schema_errors(tool, arguments):
-    validator = _validators.get(tool.name)
-    if validator is None or validator.schema is not tool.parameters:
-        validator = _validators[tool.name] = Draft202012Validator(tool.parameters)
-    errors = sorted(validator.iter_errors(arguments), key=lambda error: list(error.absolute_path))
+def _schema_errors(tool, rules, arguments):
+    key = (tool.name, hidden_arguments(rules))
+    cached = _validators.get(key)
+    if cached is None or cached[0] is not tool.parameters:
+        cached = _validators[key] = (tool.parameters, Draft202012Validator(checked_parameters(tool.parameters, rules)))
+    errors = sorted(cached[1].iter_errors(arguments), key=lambda error: list(error.absolute_path))
     details = []
     for error in errors:
         where = "/".join(str(part) for part in error.absolute_path)
@@ -54,30 +63,54 @@ def _schema_errors(tool, arguments):
     return "; ".join(details)
 
 
-def _review_one(call, config, registry, calls_so_far):
+def call_key(name, arguments):
+    """What makes two calls identical for max_identical_calls: the tool and its arguments as parsed JSON."""
+    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def _review_one(call, config, registry, calls_so_far, identical_so_far, artifacts):
+    """Step 1 for one call, in SPEC §4's order. The arguments are read as JSON first, because placeholders are
+    looked for in their strings; a call whose arguments are not a JSON object is invalid either way."""
     tool = registry.get(call.name) if call.name in config.tools else None
     if tool is None:
         return Verdict(call, False, UNKNOWN_TOOL, texts.UNKNOWN_TOOL)
+    settings = config.settings_for(call.name)
+    replaced = ()
     arguments, error = call.parsed_arguments()
     if error is None:
-        error = _schema_errors(tool, arguments) or None
+        arguments, replaced, error = resolve_artifacts(arguments, artifacts)
+    if error is None:
+        error = _schema_errors(tool, settings.argument_rules, arguments) or None
     if error is not None:
-        return Verdict(call, False, INVALID_ARGUMENTS, texts.INVALID_ARGUMENTS.format(name=call.name, detail=error))
-    limit = config.settings_for(call.name).max_calls_per_run
+        message = texts.INVALID_ARGUMENTS.format(name=call.name, detail=error)
+        return Verdict(call, False, INVALID_ARGUMENTS, message, replaced_placeholders=replaced)
+    arguments, forced, message = apply_argument_rules(call.name, arguments, settings.argument_rules)
+    if message is not None:
+        return Verdict(call, False, ARGUMENT_NOT_ALLOWED, message, replaced_placeholders=replaced)
+    identical = identical_so_far[call_key(call.name, arguments)]
+    if settings.max_identical_calls and identical >= settings.max_identical_calls:
+        message = texts.REPEATED_CALL.format(tool=call.name, count=identical)
+        return Verdict(call, False, REPEATED_CALL, message, replaced_placeholders=replaced)
+    limit = settings.max_calls_per_run
     if limit and calls_so_far[call.name] >= limit:
-        return Verdict(call, False, CALL_LIMIT, texts.CALL_LIMIT.format(name=call.name, limit=limit))
-    return Verdict(call, True, arguments=arguments)
+        message = texts.CALL_LIMIT.format(name=call.name, limit=limit)
+        return Verdict(call, False, CALL_LIMIT, message, replaced_placeholders=replaced)
+    return Verdict(call, True, arguments=arguments, forced_arguments=forced, replaced_placeholders=replaced)
 
 
-def review_calls(calls, config, registry, calls_so_far=None):
-    """Decide every call of one response. `calls_so_far` counts, per tool name, the calls that already ran in
-    this run (for max_calls_per_run); it is not modified."""
-    counted = Counter(calls_so_far or {})  # plus the calls allowed earlier in this response
+def review_calls(calls, config, registry, calls_so_far=None, *, identical_so_far=None, artifacts=None):
+    """Decide every call of one response. What already ran in this run: `calls_so_far` counts the calls per
+    tool name (for max_calls_per_run), `identical_so_far` the calls per `call_key` (for max_identical_calls);
+    `artifacts` maps the run's placeholders to their content. None of them is modified."""
+    # Plus the calls allowed earlier in this response.
+    counted = Counter(calls_so_far or {})
+    identical = Counter(identical_so_far or {})
     verdicts = []
     for call in calls:
-        verdict = _review_one(call, config, registry, counted)
+        verdict = _review_one(call, config, registry, counted, identical, artifacts or {})
         if verdict.allowed:
             counted[call.name] += 1
+            identical[call_key(call.name, verdict.arguments)] += 1
         verdicts.append(verdict)
 
     counts = Counter(call.name for call in calls)

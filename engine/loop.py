@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from . import texts
 from .config import MESSAGE_MAX, ValidationError, load_agent
-from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
+from .gate import TOOLS_DISABLED, call_key, reject_without_tools, restriction_log_message, review_calls
 from .providers import ProviderError, model_for_agent
 from .tools import ToolError, default_registry
 from .tools.context import RunContext
@@ -53,6 +53,8 @@ class _Run:
         self.log = []
         self.rounds_used = 0
         self.calls_so_far = Counter()  # calls per tool that ran (executed or raised), for max_calls_per_run
+        self.identical_so_far = Counter()  # the same, per gate.call_key, for max_identical_calls
+        self.artifacts = []  # use_artifacts outputs, as RunRecord.artifacts
         self.executed = set()  # tools that executed successfully, for require_usage
         self.stop_reason = None
         self.answer = None
@@ -69,10 +71,7 @@ class _Run:
         self.emit({"type": "log", **entry})
 
     def tool_schemas(self):
-        return [
-            self.registry.get(name).schema_for_model(settings.description_override)
-            for name, settings in self.config.tools.items()
-        ]
+        return self.registry.schemas_for_model(self.config.tools)
 
     def start_messages(self):
         if self.config.system_prompt:
@@ -108,7 +107,12 @@ class _Run:
                 break
             self.append_assistant_message(response)
             offered = tuple(tool["function"]["name"] for tool in tools) if tools else None
-            round_ = Round(number=len(self.rounds) + 1, tools_offered=offered, response=response)
+            round_ = Round(
+                number=len(self.rounds) + 1,
+                tools_offered=offered,
+                response=response,
+                tools_sent=tuple(tools) if tools else None,
+            )
             if not response.tool_calls:
                 round_ = self.after_answer(round_, response, offered=offer)
             elif not offer:
@@ -149,7 +153,14 @@ class _Run:
         return round_
 
     def tool_round(self, round_, response):
-        review = review_calls(response.tool_calls, self.config, self.registry, self.calls_so_far)
+        review = review_calls(
+            response.tool_calls,
+            self.config,
+            self.registry,
+            self.calls_so_far,
+            identical_so_far=self.identical_so_far,
+            artifacts={artifact["placeholder"]: artifact["content"] for artifact in self.artifacts},
+        )
         if review.restricted_tools:
             self.write_log("error", "policy_violation", restriction_log_message(self.config.id, review))
         round_ = self.answer_tool_calls(round_, review)
@@ -170,25 +181,63 @@ class _Run:
         records = []
         for verdict in review.verdicts:
             if verdict.allowed:
-                record = self.execute(verdict.call, verdict.arguments)
+                record = self.execute(verdict, round_.number)
             else:
-                record = CallRecord(verdict.call, REJECTED, verdict.reason, verdict.message)
+                record = CallRecord(
+                    verdict.call,
+                    REJECTED,
+                    verdict.reason,
+                    verdict.message,
+                    replaced_placeholders=verdict.replaced_placeholders,
+                    progress_message=self.progress_message(verdict.call.name),
+                )
             self.messages.append({"role": "tool", "tool_call_id": verdict.call.id, "content": record.tool_message})
             records.append(record)
         return replace(round_, calls=tuple(records))
 
-    def execute(self, call, arguments):
+    def progress_message(self, tool_name):
+        return self.config.settings_for(tool_name).progress_message
+
+    def execute(self, verdict, round_number):
+        call = verdict.call
         self.calls_so_far[call.name] += 1
+        self.identical_so_far[call_key(call.name, verdict.arguments)] += 1
         tool = self.registry.get(call.name)
+        noted = {
+            "forced_arguments": verdict.forced_arguments,
+            "replaced_placeholders": verdict.replaced_placeholders,
+            "progress_message": self.progress_message(call.name),
+        }
         try:
-            output = _tool_output_text(tool.handler(arguments, self.context))
+            output = _tool_output_text(tool.handler(verdict.arguments, self.context))
         except ToolError as error:
-            return CallRecord(call, CALL_ERROR, TOOL_ERROR, f"Error: {error}")
+            return CallRecord(call, CALL_ERROR, TOOL_ERROR, f"Error: {error}", **noted)
         except Exception as error:  # a broken tool is the model's problem to hear about, not a crash
             logger.exception("Tool %s raised", call.name)
-            return CallRecord(call, CALL_ERROR, TOOL_ERROR, f"Error: {call.name} failed: {error}")
+            return CallRecord(call, CALL_ERROR, TOOL_ERROR, f"Error: {call.name} failed: {error}", **noted)
         self.executed.add(call.name)
-        return CallRecord(call, EXECUTED, output=output)
+        artifact = (
+            self.keep_artifact(call, output, round_number)
+            if self.config.settings_for(call.name).use_artifacts
+            else None
+        )
+        return CallRecord(call, EXECUTED, output=output, artifact=artifact, **noted)
+
+    def keep_artifact(self, call, output, round_number):
+        """Keep the output as the tool's next artifact; the placeholder is what the model is sent."""
+        number = 1 + sum(1 for artifact in self.artifacts if artifact["tool"] == call.name)
+        placeholder = texts.artifact_placeholder(call.name, number)
+        self.artifacts.append(
+            {
+                "placeholder": placeholder,
+                "tool": call.name,
+                "number": number,
+                "call_id": call.id,
+                "round": round_number,
+                "content": output,
+            }
+        )
+        return placeholder
 
     def record(self, duration_ms):
         return RunRecord(
@@ -207,6 +256,7 @@ class _Run:
             layout=tuple(self.context.layout),
             log=tuple(self.log),
             duration_ms=duration_ms,
+            artifacts=tuple(self.artifacts),
         )
 
 
@@ -237,7 +287,7 @@ def run_agent(
     if len(message) > MESSAGE_MAX:
         raise ValidationError({"message": f"must be at most {MESSAGE_MAX:,} characters (got {len(message):,})"})
     registry = registry or default_registry()
-    config, merged = load_agent(agent, overrides, known_tools=set(registry.names()))
+    config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
     started = time.perf_counter()
     run = _Run(config, merged, message, json.loads(json.dumps(overrides or {})), registry, None, documents, on_event)
     try:

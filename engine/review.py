@@ -1,14 +1,16 @@
-"""The gate for clients that drive their own loop: one response's tool calls in, verdicts and tool messages out."""
+"""The gate for clients that drive their own loop: one response's tool calls in, verdicts and tool messages out;
+and the tools to send the model, exactly as a run would send them."""
+
+from collections import Counter
 
 from .config import ValidationError, load_agent
-from .gate import restriction_log_message, review_calls
+from .gate import call_key, restriction_log_message, review_calls
 from .tools import default_registry
 from .types import ToolCall
 
 
-def parse_tool_call(data, index):
-    """A ToolCall from OpenAI's chat format or the script's short form; ValidationError naming the entry."""
-    where = f"tool_calls[{index}]"
+def _call_fields(data, where):
+    """(id, name, arguments) of a tool call in OpenAI's chat format or the script's short form."""
     if not isinstance(data, dict):
         raise ValidationError({where: "must be an object"})
     function = data.get("function")
@@ -16,27 +18,49 @@ def parse_tool_call(data, index):
         name, arguments = function.get("name"), function.get("arguments", "")
     else:
         name, arguments = data.get("name"), data.get("arguments", {})
-    if not isinstance(data.get("id"), str) or not data["id"]:
-        raise ValidationError({where: 'needs an "id" string'})
     if not isinstance(name, str) or not name:
         raise ValidationError({where: 'needs a function "name"'})
-    return ToolCall(id=data["id"], name=name, arguments=arguments)
+    return data.get("id"), name, arguments
 
 
-def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls_so_far=None):
-    """The gate's verdict on one response: which ids may run, why the others may not, and the tool messages to
-    append for the rejected ones, and the log entry of a policy violation. Nothing executes. `calls_so_far` maps
-    tool names to how often they already ran in the client's run (for max_calls_per_run). Raises
-    ValidationError naming the bad field."""
+def parse_tool_call(data, index):
+    """A ToolCall from OpenAI's chat format or the script's short form; ValidationError naming the entry."""
+    where = f"tool_calls[{index}]"
+    call_id, name, arguments = _call_fields(data, where)
+    if not isinstance(call_id, str) or not call_id:
+        raise ValidationError({where: 'needs an "id" string'})
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def tools_for_agent(agent, overrides=None, *, registry=None):
+    """The `tools` the agent's next model request sends (OpenAI's format), `overrides` applied: none when the
+    agent has no tools or `max_rounds` is 0. Raises ValidationError naming the bad field."""
+    registry = registry or default_registry()
+    config, _ = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
+    return registry.schemas_for_model(config.tools) if config.max_rounds > 0 else []
+
+
+def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls_so_far=None, artifacts=None):
+    """The gate's verdict on one response: which ids may run and with which arguments (artifact placeholders
+    replaced, forced values put in), why the others may not, the tool messages to append for the rejected ones,
+    and the log entry of a policy violation. Nothing executes.
+
+    `calls_so_far`: what already ran in the client's run, either {tool name: count} (enough for
+    max_calls_per_run) or the list of calls that ran, each with the arguments it ran with (what this answer's
+    `arguments` said), which max_identical_calls needs. `artifacts`: {placeholder: content} of the artifacts the
+    client kept. Raises ValidationError naming the bad field."""
     if not isinstance(tool_calls, list):
         raise ValidationError({"tool_calls": "must be a list"})
     registry = registry or default_registry()
-    config, _ = load_agent(agent, overrides, known_tools=set(registry.names()))
+    config, _ = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
     calls = [parse_tool_call(data, index) for index, data in enumerate(tool_calls)]
     ids = [call.id for call in calls]
     if len(set(ids)) != len(ids):
         raise ValidationError({"tool_calls": "every call needs its own id"})
-    review = review_calls(calls, config, registry, _checked_calls_so_far(calls_so_far))
+    counts, identical = _checked_calls_so_far(calls_so_far)
+    review = review_calls(
+        calls, config, registry, counts, identical_so_far=identical, artifacts=_checked_artifacts(artifacts)
+    )
     violation = restriction_log_message(config.id, review) if review.restricted_tools else None
     return {
         "execute": [verdict.call.id for verdict in review.verdicts if verdict.allowed],
@@ -47,6 +71,9 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
                 "status": "allowed" if verdict.allowed else "rejected",
                 "reason": verdict.reason,
                 "message": verdict.message,
+                "arguments": verdict.arguments,
+                "forced_arguments": verdict.forced_arguments or {},
+                "replaced_placeholders": list(verdict.replaced_placeholders),
             }
             for verdict in review.verdicts
         ],
@@ -62,14 +89,37 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
     }
 
 
+CALLS_SO_FAR_RULE = (
+    "must be an object mapping tool names to how often they ran in this run, or the list of the calls that ran"
+)
+
+
 def _checked_calls_so_far(value):
+    """(calls per tool name, calls per gate.call_key) from either form of `calls_so_far`."""
     if value is None:
-        return None
+        return None, None
+    if isinstance(value, list):
+        counts, identical = Counter(), Counter()
+        for index, data in enumerate(value):
+            where = f"calls_so_far[{index}]"
+            _id, name, arguments = _call_fields(data, where)
+            parsed, error = ToolCall(id="", name=name, arguments=arguments).parsed_arguments()
+            if error:
+                raise ValidationError({where: error})
+            counts[name] += 1
+            identical[call_key(name, parsed)] += 1
+        return counts, identical
     if not isinstance(value, dict):
-        raise ValidationError(
-            {"calls_so_far": "must be an object mapping tool names to how often they ran in this run"}
-        )
+        raise ValidationError({"calls_so_far": CALLS_SO_FAR_RULE})
     for name, count in value.items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValidationError({"calls_so_far": f"the count for {name!r} must be a whole number of at least 0"})
+    return value, None
+
+
+def _checked_artifacts(value):
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(content, str) for content in value.values()):
+        raise ValidationError({"artifacts": "must be an object mapping placeholders to their content (strings)"})
     return value

@@ -1,5 +1,7 @@
 """Every default text the engine sends to a model or writes to the log (SPEC §5), in one place."""
 
+import json
+
 TOOL_NAME_PLACEHOLDER = "[tool_name]"
 
 RESTRICTED_REPEAT = (
@@ -14,6 +16,12 @@ UNKNOWN_TOOL = "Unknown tool."
 INVALID_ARGUMENTS = "Error: invalid arguments for {name}: {detail}"
 ALREADY_IN_CONTEXT = "Already in your context."
 CALL_LIMIT = "Error: {name} may be called at most {limit} times per run."
+ARGUMENT_NOT_ALLOWED = "Error: invalid value for {property} in {tool}: {value} is not one of {allowed}."
+REPEATED_CALL = (
+    "Error: {tool} was already called with these arguments {count} times in this run. Use the earlier result."
+)
+ARTIFACT_PLACEHOLDER = "{{{{artifact:{tool}:{number}}}}}"
+UNKNOWN_ARTIFACT = "{placeholder} is not an artifact of this run"
 TOOLS_DISABLED = "Error: Tools are not available for this request. Answer without calling tools."
 MAX_ROUNDS = (
     "I was unable to fully answer your question within the allowed number of processing steps. "
@@ -44,3 +52,21 @@ def restricted_repeat_message(tool_name, custom_message=""):
 
 def collateral_message(restricted_names):
     return COLLATERAL.format(names=quoted_names(restricted_names))
+
+
+def json_value_text(value):
+    """A JSON value as the texts show it: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def argument_not_allowed_message(tool_name, property_name, value, allowed):
+    return ARGUMENT_NOT_ALLOWED.format(
+        property=property_name,
+        tool=tool_name,
+        value=json_value_text(value),
+        allowed=", ".join(json_value_text(item) for item in allowed),
+    )
+
+
+def artifact_placeholder(tool_name, number):
+    return ARTIFACT_PLACEHOLDER.format(tool=tool_name, number=number)

@@ -5,6 +5,7 @@ The record types carry the run's facts; `to_json()` turns them into the JSON sha
 the loop never builds dicts by hand and a field added to a round or a call is added in one place.
 """
 
+import copy
 import json
 from dataclasses import dataclass
 
@@ -64,12 +65,18 @@ class CallRecord:
     status: str  # EXECUTED, REJECTED or ERROR (the tool raised)
     reason: str | None = None
     message: str | None = None  # the tool message of a rejected or failed call
-    output: str | None = None  # the tool message of an executed call
+    output: str | None = None  # what an executed call returned
+    artifact: str | None = None  # the placeholder the model got instead of the output (use_artifacts)
+    forced_arguments: dict | None = None  # {argument: the value it executed with, whatever the model sent}
+    replaced_placeholders: tuple = ()  # the artifact placeholders replaced in its arguments
+    progress_message: str = ""  # the tool's progress message, shown beside the call
 
     @property
     def tool_message(self):
         """What the model is sent back for this call."""
-        return self.output if self.status == EXECUTED else self.message
+        if self.status != EXECUTED:
+            return self.message
+        return self.artifact or self.output
 
     def to_json(self):
         return {
@@ -80,6 +87,10 @@ class CallRecord:
             "reason": self.reason,
             "message": self.message,
             "output": self.output,
+            "artifact": self.artifact,
+            "forced_arguments": dict(self.forced_arguments or {}),
+            "replaced_placeholders": list(self.replaced_placeholders),
+            "progress_message": self.progress_message or None,
         }
 
 
@@ -92,11 +103,19 @@ class Round:
     response: ModelResponse
     calls: tuple = ()  # of CallRecord, in response order
     reminder: str | None = None  # the require_usage reminder appended after this response
+    tools_sent: tuple | None = None  # the request's `tools` entries exactly as sent; None when it sent none
+
+    def progress_messages(self):
+        """The progress messages of the tools that ran in this round, each once, in call order."""
+        ran = (call.progress_message for call in self.calls if call.status != REJECTED and call.progress_message)
+        return list(dict.fromkeys(ran))
 
     def to_json(self):
         return {
             "number": self.number,
             "tools_offered": list(self.tools_offered) if self.tools_offered is not None else None,
+            "tools_sent": copy.deepcopy(list(self.tools_sent)) if self.tools_sent is not None else None,
+            "progress_messages": self.progress_messages(),
             "assistant": {
                 "content": self.response.content,
                 "tool_calls": [
@@ -128,6 +147,7 @@ class RunRecord:
     layout: tuple
     log: tuple
     duration_ms: float
+    artifacts: tuple = ()  # {"placeholder", "tool", "number", "call_id", "round", "content"}, in the order kept
 
     def calls(self):
         return [call for round_ in self.rounds for call in round_.calls]
@@ -152,5 +172,6 @@ class RunRecord:
             "sources": list(self.sources),
             "layout": list(self.layout),
             "log": list(self.log),
+            "artifacts": [dict(artifact) for artifact in self.artifacts],
             "duration_ms": round(self.duration_ms, 3),
         }

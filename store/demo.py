@@ -147,7 +147,62 @@ DOCS_ASSISTANT = {
     ],
 }
 
-DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT)
+CATALOG_PAGE = {
+    "id": "catalog_page",
+    "label": "Catalog page (argument rules and artifacts)",
+    "description": (
+        "Shows the per-argument rules and artifacts at work. list_bundles only allows node and media, keeps its "
+        "output as an artifact and refuses the same call twice; place_component always places in the footer, "
+        "an argument the model never sees. The model asks for a forbidden entity type, retries, places a text "
+        "component and fills it with the artifact's content, then repeats a call and is told to use the result."
+    ),
+    "system_prompt": (
+        "You build a page that lists the content types of the site. list_bundles answers with a placeholder "
+        "{{artifact:list_bundles:N}}: pass it to another tool and Toolgate puts the real output in its place. "
+        "place_component returns the UUID of the component it placed; set its text with edit_component.\n\n"
+        "This demo runs on the scripted model: it first asks for the user bundles, which the allow-list rejects."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {
+        "list_bundles": {
+            "argument_rules": {"entity_type": {"action": "only_allow", "values": ["node", "media"]}},
+            "use_artifacts": True,
+            "max_identical_calls": 1,
+            "progress_message": "Listing the bundles…",
+        },
+        "place_component": {
+            "argument_rules": {"region": {"action": "force_value", "values": ["footer"], "hide": True}},
+            "argument_descriptions": {"component": "Use text for a list of bundles."},
+        },
+        "edit_component": {},
+    },
+    "script": [
+        {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "user"}}]},
+        {
+            "content": "Users are not allowed; content types, then.",
+            "tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}],
+        },
+        {"tool_calls": [{"id": "text", "name": "place_component", "arguments": {"component": "text"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_component",
+                    "arguments": {"uuid": "{{text}}", "props": {"text": "{{artifact:list_bundles:1}}"}},
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+        {
+            "content": (
+                "The footer now has a text component listing the content types: Article and Basic page. The user "
+                "bundles were not allowed, and listing the content types a second time was refused."
+            )
+        },
+    ],
+}
+
+DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT, CATALOG_PAGE)
 
 # One regression case per demo agent: the name, and the message of the run it records. Untick "Restrict to one
 # call per response" on canvas_builder or catalog_explorer and "Check all" shows round 1's verdicts changing.
@@ -155,6 +210,7 @@ DEMO_CASES = {
     "canvas_builder": ("Two placements in one response are rejected", "Build a landing page with a hero and a text."),
     "catalog_explorer": ("Two listings in one response are rejected", "Which bundles do nodes and terms have?"),
     "docs_assistant": ("Every read runs: no tool is restricted", "How do refunds and shipping work?"),
+    "catalog_page": ("A forbidden entity type and a repeated call are refused", "List the content types on a page."),
 }
 
 

@@ -31,11 +31,30 @@ def agent_form_data(agent):
         prefix = f"tools-{name}-"
         data[prefix + "enabled"] = "y"
         for key, value in settings.items():
+            if key in ("argument_rules", "argument_descriptions"):
+                continue
             if isinstance(value, bool):
                 if value:
                     data[prefix + key] = "y"
             else:
                 data[prefix + key] = str(value)
+        data.update(argument_form_data(prefix, settings))
+    return data
+
+
+def argument_form_data(prefix, settings):
+    """A tool's argument rules and descriptions as posted: tools-NAME-arguments-ARGUMENT-KEY, values one a line
+    (strings as they are, other values as JSON)."""
+    data = {}
+    for argument, rule in settings["argument_rules"].items():
+        field = f"{prefix}arguments-{argument}-"
+        data[field + "action"] = rule.get("action", "")
+        values = rule.get("values", [])
+        data[field + "values"] = "\n".join(value if isinstance(value, str) else json.dumps(value) for value in values)
+        if rule.get("hide"):
+            data[field + "hide"] = "y"
+    for argument, text in settings["argument_descriptions"].items():
+        data[f"{prefix}arguments-{argument}-argument_description"] = text
     return data
 
 

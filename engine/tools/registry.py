@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from ..arguments import model_parameters
+from ..config import ToolSettings
+
 ENTRY_POINT_GROUP = "toolgate.tools"
 
 
@@ -25,14 +28,18 @@ class Tool:
     handler: Callable[[dict, Any], Any]  # (arguments, RunContext) -> str or JSON-serialisable value
     family: str = "other"
 
-    def schema_for_model(self, description_override=""):
-        """The OpenAI chat-completions `tools` entry for this tool."""
+    def schema_for_model(self, settings=None):
+        """The OpenAI chat-completions `tools` entry for this tool under an agent's ToolSettings: the description
+        override, the argument rules and descriptions applied to a copy of the schema."""
+        settings = settings or ToolSettings()
         return {
             "type": "function",
             "function": {
                 "name": self.name,
-                "description": description_override or self.description,
-                "parameters": self.parameters,
+                "description": settings.description_override or self.description,
+                "parameters": model_parameters(
+                    self.parameters, settings.argument_rules, settings.argument_descriptions
+                ),
             },
         }
 
@@ -55,6 +62,14 @@ class ToolRegistry:
 
     def names(self):
         return list(self._tools)
+
+    def parameters_by_name(self):
+        """{tool name: JSON Schema of its arguments}: what agent validation checks tool settings against."""
+        return {name: tool.parameters for name, tool in self._tools.items()}
+
+    def schemas_for_model(self, tool_settings):
+        """The `tools` of a model request: one entry per tool in `tool_settings` (name -> ToolSettings)."""
+        return [self.get(name).schema_for_model(settings) for name, settings in tool_settings.items()]
 
     def __contains__(self, name):
         return name in self._tools

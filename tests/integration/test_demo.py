@@ -11,7 +11,7 @@ from store.documents import DocumentTable
 
 @pytest.fixture
 def demo_db(app, database):
-    load_demo(database, default_registry().names())
+    load_demo(database, default_registry().parameters_by_name())
     return database
 
 
@@ -67,6 +67,25 @@ def test_docs_assistant_reads_two_documents_at_once_and_relists(app, demo_db):
     ]
     assert run["rejected_calls"] == 0 and run["stop_reason"] == "answered"
     assert {"refund-policy", "shipping-times"} <= {source["id"] for source in run["sources"]}
+
+
+def test_catalog_page_shows_argument_rules_and_artifacts(app, demo_db):
+    run = run_stored(app, demo_db, "catalog_page", "Put the content types on the page")
+
+    assert calls(run) == [
+        [("list_bundles", "rejected", "argument_not_allowed")],
+        [("list_bundles", "executed", None)],
+        [("place_component", "executed", None)],
+        [("edit_component", "executed", None)],
+        [("list_bundles", "rejected", "repeated_call")],
+        [],
+    ]
+    bundles = run["rounds"][1]["calls"][0]["output"]
+    (text,) = run["layout"]
+    assert (text["region"], text["props"]) == ("footer", {"text": bundles})
+    assert run["rounds"][2]["calls"][0]["forced_arguments"] == {"region": "footer"}
+    assert run["rounds"][3]["calls"][0]["replaced_placeholders"] == ["{{artifact:list_bundles:1}}"]
+    assert run["stop_reason"] == "answered"
 
 
 def test_the_engine_searches_the_documents_the_app_stores(app, demo_db):

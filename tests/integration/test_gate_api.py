@@ -136,7 +136,7 @@ def test_calls_so_far_count_against_the_per_run_limit(client, bundles):
         pytest.param({"tool_calls": [], "overrides": {"nope": 1}}, "overrides.nope", id="unknown override"),
         pytest.param({"tool_calls": [], "overrides": "x"}, "overrides", id="overrides not an object"),
         pytest.param({"tool_calls": [], "calls_so_far": {"list_bundles": -1}}, "calls_so_far", id="negative count"),
-        pytest.param({"tool_calls": [], "calls_so_far": []}, "calls_so_far", id="counts not an object"),
+        pytest.param({"tool_calls": [], "calls_so_far": "x"}, "calls_so_far", id="counts not an object"),
         pytest.param({"tool_calls": [], "extra": 1}, "extra", id="unknown field"),
     ],
 )

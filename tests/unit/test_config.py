@@ -27,6 +27,11 @@ TOOL_DEFAULTS = {
     "return_directly": False,
     "description_override": "",
     "max_calls_per_run": 0,
+    "max_identical_calls": 0,
+    "argument_rules": {},
+    "argument_descriptions": {},
+    "use_artifacts": False,
+    "progress_message": "",
 }
 
 

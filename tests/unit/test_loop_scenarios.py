@@ -290,6 +290,10 @@ def test_recovery_rounds_record_what_was_offered_and_decided():
         "reason": None,
         "message": None,
         "output": NODE_BUNDLES,
+        "artifact": None,
+        "forced_arguments": {},
+        "replaced_placeholders": [],
+        "progress_message": None,
     }
     assert rounds[2]["assistant"] == {"content": "Articles and pages.", "tool_calls": []}
 

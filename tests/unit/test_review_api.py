@@ -25,8 +25,26 @@ def test_openai_format_calls_are_reviewed():
 
     assert result["execute"] == ["a", "b"]
     assert result["calls"] == [
-        {"id": "a", "name": "list_bundles", "status": "allowed", "reason": None, "message": None},
-        {"id": "b", "name": "list_entity_types", "status": "allowed", "reason": None, "message": None},
+        {
+            "id": "a",
+            "name": "list_bundles",
+            "status": "allowed",
+            "reason": None,
+            "message": None,
+            "arguments": {"entity_type": "node"},
+            "forced_arguments": {},
+            "replaced_placeholders": [],
+        },
+        {
+            "id": "b",
+            "name": "list_entity_types",
+            "status": "allowed",
+            "reason": None,
+            "message": None,
+            "arguments": {},
+            "forced_arguments": {},
+            "replaced_placeholders": [],
+        },
     ]
     assert result["tool_messages"] == []
 
