@@ -8,6 +8,7 @@ import sqlite3
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, fill_defaults, validate_agent
 
 from . import NotFound, RevisionConflict, get_row, now, row_exists
+from .db import write_transaction
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
 RESERVED_IDS = ("new",)  # /agents/new is the create page
@@ -93,11 +94,11 @@ def save_agent(db, data, known_tools, create=None):
     agent = validate(db, data, known_tools)
     stored_data = json.dumps({key: value for key, value in agent.items() if key not in KEPT_OUT_OF_DATA})
     timestamp = now()
-    with db.atomic():
+    with write_transaction(db):
         updated = False
         if create is not True:
-            # Compare-and-swap on the revision: the first statement writes, so the transaction holds the
-            # write lock from here on and no other save can slip in between the check and the write.
+            # Compare-and-swap on the revision, under the write lock: no other save can slip in between the
+            # check and the write.
             cursor = db.execute(
                 "UPDATE agents SET label = ?, data = ?, revision = revision + 1, updated_at = ? "
                 "WHERE id = ? AND revision = ?",
@@ -131,7 +132,7 @@ def save_agent(db, data, known_tools, create=None):
 
 def delete_agent(db, agent_id, revision=None):
     """Delete an agent and its tool rows. With `revision`, refuse (RevisionConflict) if it is not current."""
-    with db.atomic():
+    with write_transaction(db):
         current = list(db.query("SELECT revision FROM agents WHERE id = ?", [agent_id]))
         if not current:
             raise NotFound(f'No agent with id "{agent_id}".')

@@ -1,13 +1,21 @@
-"""The database connection: one sqlite-utils Database per request, kept on `g` and closed at teardown.
+"""The database connection: one sqlite-utils Database per request, kept on `g` and closed at teardown, and the
+one helper every write goes through.
 
 Outside a request (the CLI at start-up, migrations) use `open_db(path)`. Every connection switches foreign
 keys on, which SQLite leaves off by default.
+
+`write_transaction(db)` is the only way store/ writes. sqlite-utils' `db.atomic()` begins a deferred transaction
+and then reads the schema inside it; when another connection commits in between, the upgrade to a write lock
+fails at once with "database is locked", whatever the busy timeout. `BEGIN IMMEDIATE` takes the write lock when
+the transaction begins, and waits up to the busy timeout for it, so writers queue instead of failing.
 """
+
+from contextlib import contextmanager
 
 import sqlite_utils
 from flask import current_app, g
 
-BUSY_TIMEOUT_MS = 5_000
+BUSY_TIMEOUT_MS = 10_000
 
 
 def open_db(path):
@@ -17,6 +25,27 @@ def open_db(path):
     # With WAL, NORMAL survives an application crash and only fsyncs at checkpoints: each stored run is cheaper.
     db.execute("PRAGMA synchronous=NORMAL")
     return db
+
+
+@contextmanager
+def write_transaction(db):
+    """One write transaction that holds the write lock from its first statement: committed when the block ends,
+    rolled back if it raises. Inside another one it is a savepoint of the outer transaction."""
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.rollback()
+        raise
+    try:
+        db.conn.execute("COMMIT")
+    except BaseException:
+        db.rollback()
+        raise
 
 
 def get_db():

@@ -8,6 +8,7 @@ from engine.config import LABEL_MAX, check_text
 from engine.tools.documents import TITLE_WEIGHT, fts_query
 
 from . import ValidationError, get_row, now, row_exists
+from .db import write_transaction
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
 RESERVED_IDS = ("new",)  # /documents/new is the create page
@@ -56,7 +57,7 @@ def document_exists(db, doc_id):
 
 def create_document(db, data):
     document = validate_document(data)
-    with db.atomic():
+    with write_transaction(db):
         if document_exists(db, document["id"]):
             raise ValidationError({"id": f'is already used by another document ("{document["id"]}")'})
         db["documents"].insert({**document, "updated_at": now()})
@@ -65,14 +66,14 @@ def create_document(db, data):
 
 def update_document(db, doc_id, data):
     document = validate_document({**data, "id": doc_id})
-    with db.atomic():
+    with write_transaction(db):
         get_document(db, doc_id)
         db["documents"].update(doc_id, {"title": document["title"], "body": document["body"], "updated_at": now()})
     return get_document(db, doc_id)
 
 
 def delete_document(db, doc_id):
-    with db.atomic():
+    with write_transaction(db):
         get_document(db, doc_id)
         db["documents"].delete(doc_id)
 
@@ -82,7 +83,7 @@ def import_documents(db, documents, replace=False):
     `replace`. Returns the ids written."""
     cleaned = [validate_document(document) for document in documents]
     written = []
-    with db.atomic():
+    with write_transaction(db):
         for document in cleaned:
             if document_exists(db, document["id"]):
                 if not replace:

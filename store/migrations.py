@@ -8,7 +8,11 @@ Databases made before this module used sqlite-utils' mechanism recorded their st
 `migrations`; `migrate` carries those names over before anything is applied, so no step runs twice.
 """
 
+from datetime import UTC, datetime
+
 from sqlite_utils import Migrations
+
+from .db import write_transaction
 
 migrations = Migrations("toolgate")
 
@@ -133,15 +137,20 @@ def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
         return
-    with db.atomic():
+    with write_transaction(db):
+        if LEGACY_TABLE not in db.table_names():  # another process carried them over first
+            return
         migrations.ensure_migrations_table(db)
-        recorded = {migration.name for migration in migrations.applied(db)}
+        recorded = set(applied_migrations(db))
         for row in db[LEGACY_TABLE].rows_where(order_by="name"):
             if row["name"] not in recorded:
-                db[migrations.migrations_table].insert(
-                    {"migration_set": migrations.name, "name": row["name"], "applied_at": row["applied_at"]}
-                )
+                _record(db, row["name"], row["applied_at"])
         db[LEGACY_TABLE].drop()
+
+
+def _record(db, name, applied_at=None):
+    applied_at = applied_at or str(datetime.now(UTC))  # the form sqlite-utils records
+    db[migrations.migrations_table].insert({"migration_set": migrations.name, "name": name, "applied_at": applied_at})
 
 
 def applied_migrations(db):
@@ -149,8 +158,23 @@ def applied_migrations(db):
 
 
 def migrate(db):
-    """Apply every step not yet recorded, in order. Returns the names applied (empty when up to date)."""
+    """Apply every step not yet recorded, in order. Returns the names applied (empty when up to date).
+
+    Two processes may start on one database file at once: each step is applied under the write lock, after
+    checking again that the other process has not applied it meanwhile. A non-transactional step runs before
+    the lock is taken, so it must be harmless to run twice (switching to WAL is)."""
     _carry_over_legacy_names(db)
-    pending = [migration.name for migration in migrations.pending(db)]
-    migrations.apply(db)
-    return pending
+    with write_transaction(db):
+        migrations.ensure_migrations_table(db)
+    applied = []
+    for step in migrations.pending(db):
+        if not step.transactional:
+            step.fn(db)
+        with write_transaction(db):
+            if step.name in applied_migrations(db):
+                continue
+            if step.transactional:
+                step.fn(db)
+            _record(db, step.name)
+        applied.append(step.name)
+    return applied

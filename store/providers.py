@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
 
 from . import ValidationError, get_row, row_exists
+from .db import write_transaction
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 URL_MAX = 2_000
@@ -63,7 +64,7 @@ def get_provider(db, provider_id):
 
 def create_provider(db, data):
     provider = validate_provider(data)
-    with db.atomic():
+    with write_transaction(db):
         if row_exists(db["providers"], provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
         db["providers"].insert(provider)
@@ -72,7 +73,7 @@ def create_provider(db, data):
 
 def update_provider(db, provider_id, data):
     provider = validate_provider({**data, "id": provider_id})
-    with db.atomic():
+    with write_transaction(db):
         get_provider(db, provider_id)
         db["providers"].update(provider_id, provider)
     return get_provider(db, provider_id)
@@ -82,7 +83,7 @@ def delete_provider(db, provider_id):
     """Delete a connection no agent uses; raises ValidationError naming the agents that still use it."""
     from .agents import agents_using_provider
 
-    with db.atomic():
+    with write_transaction(db):
         get_provider(db, provider_id)
         users = agents_using_provider(db, provider_id)
         if users:

@@ -13,6 +13,7 @@ from . import agents as agent_store
 from . import log as log_store
 from . import providers as provider_store
 from . import runs as run_store
+from .db import write_transaction
 from .documents import DocumentTable
 
 
@@ -76,6 +77,6 @@ def review_and_log_gate(db, agent_id, tool_calls, overrides=None, calls_so_far=N
         agent, tool_calls, overrides, registry=registry, calls_so_far=calls_so_far, artifacts=artifacts
     )
     if review["log"]:
-        with db.atomic():
+        with write_transaction(db):
             log_store.add_entries(db, review["log"])
     return review

@@ -9,6 +9,7 @@ import json
 
 from . import get_row, now, page_of_rows
 from . import log as log_store
+from .db import write_transaction
 
 PER_PAGE = 20
 
@@ -17,7 +18,7 @@ def save_run(db, run):
     """Store a run and its log entries in one transaction; returns the run with `id` and `created_at`."""
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
-    with db.atomic():
+    with write_transaction(db):
         table = db["runs"].insert(
             {
                 "agent_id": run["agent_id"],

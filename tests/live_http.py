@@ -1,0 +1,83 @@
+"""Real HTTP for the tests that need it: a WSGI app served by werkzeug in a thread on 127.0.0.1 (port 0, so
+tests running side by side never clash), a slow OpenAI-compatible model to serve that way, and browser-like
+clients that post forms with their CSRF token."""
+
+import json
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import httpx2
+from werkzeug.serving import make_server
+
+from engine.scripted import ScriptedModel
+
+REQUEST_TIMEOUT = 30.0
+CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
+
+
+@contextmanager
+def serving(wsgi_app):
+    """Serve `wsgi_app` with a thread per request until the block ends; yields its base URL."""
+    server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+        server.server_close()
+
+
+class SlowModel:
+    """An OpenAI-compatible chat-completions server that answers from a script after `delay` seconds, as a remote
+    model would: the engine's scripted model behind a wait."""
+
+    def __init__(self, script, delay=0.2):
+        self.model = ScriptedModel(script)
+        self.delay = delay
+
+    def __call__(self, environ, start_response):
+        time.sleep(self.delay)
+        return self.model(environ, start_response)
+
+
+def csrf_token(html):
+    field = CSRF_FIELD.search(html)
+    assert field, "no CSRF token in the page"
+    return re.search(r'value="([^"]*)"', field.group(0)).group(1)
+
+
+def browser(base_url):
+    """An HTTP client that keeps its cookies, like one browser tab."""
+    return httpx2.Client(base_url=base_url, timeout=REQUEST_TIMEOUT)
+
+
+def post_form(client, form_path, data, action=None):
+    """Load the form page for its CSRF token, then post `data` to `action` (default: the form's own path)."""
+    page = client.get(form_path)
+    assert page.status_code == 200, page.text
+    return client.post(action or form_path, data={**data, "csrf_token": csrf_token(page.text)})
+
+
+def post_json(client, path, payload, method="POST"):
+    return client.request(method, path, content=json.dumps(payload), headers={"Content-Type": "application/json"})
+
+
+def all_at_once(task, arguments, timeout=120):
+    """Call `task(argument)` for every argument, each in its own thread, released together; their results in order.
+
+    Bounded: each request times out on its own, and the whole burst within `timeout` seconds."""
+    arguments = list(arguments)
+    start = threading.Barrier(len(arguments))
+
+    def released(argument):
+        start.wait(timeout=timeout)
+        return task(argument)
+
+    with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
+        futures = [pool.submit(released, argument) for argument in arguments]
+        return [future.result(timeout=timeout) for future in futures]
