@@ -4,13 +4,14 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed-requirements
 HOST ?= 127.0.0.1
 PORT ?= 5000
+THREADS ?= 32
 
 .PHONY: run test bench lint chromium
 
 run: $(INSTALLED)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
-	$(BIN)/flask --app app run --host $(HOST) --port $(PORT)
+	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:create_app
 
 test: $(INSTALLED) chromium
 	$(BIN)/pytest

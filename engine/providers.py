@@ -6,6 +6,7 @@ the run at once, so `timeout` is the longest a run waits for one answer). The sc
 client pointed at an in-process WSGI endpoint.
 """
 
+import functools
 import os
 
 import httpx2
@@ -97,17 +98,24 @@ def connection_model(connection, model="", environ=None, http_client=None):
         raise ProviderError(
             f'The provider "{connection.get("label", "")}" has an invalid timeout or retry count.'
         ) from None
-    client = openai.OpenAI(
-        api_key=api_key,
-        base_url=connection.get("base_url") or None,
-        timeout=timeout,
-        max_retries=max_retries,
-        http_client=http_client,
-    )
+    base_url = connection.get("base_url") or None
+    if http_client is None:
+        client = _shared_client(api_key, base_url, timeout, max_retries)
+    else:
+        client = openai.OpenAI(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
+        )
     chosen = model or connection.get("default_model") or ""
     if not chosen:
         raise ProviderError(f'No model is set for the provider "{connection.get("label", "")}" or the agent.')
     return ChatModel(client, chosen)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_client(api_key, base_url, timeout, max_retries):
+    """One client per connection, shared by the runs that use it (the SDK's client is thread-safe): building one
+    costs tens of milliseconds of CPU, which runs in parallel would otherwise pay one after the other."""
+    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
 
 def model_for_agent(config, providers=None, environ=None, http_client=None):

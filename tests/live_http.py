@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import httpx2
-from werkzeug.serving import make_server
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from engine.scripted import ScriptedModel
 
@@ -18,10 +18,15 @@ REQUEST_TIMEOUT = 30.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
 
 
+class QuietRequestHandler(WSGIRequestHandler):
+    def log_request(self, *args, **kwargs):
+        """Hundreds of requests a test: no line for each."""
+
+
 @contextmanager
 def serving(wsgi_app):
     """Serve `wsgi_app` with a thread per request until the block ends; yields its base URL."""
-    server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
+    server = make_server("127.0.0.1", 0, wsgi_app, threaded=True, request_handler=QuietRequestHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
