@@ -8,10 +8,12 @@ Databases made before this module used sqlite-utils' mechanism recorded their st
 `migrations`; `migrate` carries those names over before anything is applied, so no step runs twice.
 """
 
+import json
 from datetime import UTC, datetime
 
 from sqlite_utils import Migrations
 
+from . import run_format
 from .db import write_transaction
 
 migrations = Migrations("toolgate")
@@ -109,6 +111,21 @@ def _create_log(db):
     )
     db["log"].create_index(["agent_id"])
     db["log"].create_index(["level"])
+
+
+@migrations(name="0007_store_each_run_fact_once")
+def _store_each_run_fact_once(db):
+    # Runs stored before held the agent snapshot twice and every transcript message beside the rounds it repeats.
+    # This step writes today's stored form (store/run_format.py): a later change of that form needs a step of its
+    # own, and this step must then keep writing what it writes today.
+    last_id = 0
+    while True:
+        rows = list(db.query("SELECT id, result FROM runs WHERE id > ? ORDER BY id LIMIT 500", [last_id]))
+        if not rows:
+            return
+        for row in rows:
+            db["runs"].update(row["id"], run_format.stored_row(json.loads(row["result"])))
+        last_id = rows[-1]["id"]
 
 
 @migrations(name="0040_create_cases")

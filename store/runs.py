@@ -1,15 +1,14 @@
 """Runs (SPEC §9): every run stored whole — rounds, calls, transcript, overrides and the agent snapshot it ran
 with — so its page renders from the stored run alone, after the agent was edited or deleted.
 
-The `result` column holds the run dict exactly as `engine.run_agent` returned it; the other columns are copies
-for listing and filtering. A run read back is that dict plus `id` and `created_at`.
+A run read back is the dict `engine.run_agent` returned plus `id` and `created_at`. It is stored with each fact
+once (store/run_format.py): the listing columns, the agent snapshot and the rest of the run in `result`.
 """
-
-import json
 
 from . import get_row, now, page_of_rows
 from . import log as log_store
 from .db import write_transaction
+from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
 
@@ -19,33 +18,14 @@ def save_run(db, run):
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     with write_transaction(db):
-        table = db["runs"].insert(
-            {
-                "agent_id": run["agent_id"],
-                "message": run["message"],
-                "overrides": json.dumps(run.get("overrides") or {}),
-                "agent_snapshot": json.dumps(run.get("agent") or {}),
-                "stop_reason": run["stop_reason"],
-                "answer": run.get("answer"),
-                "result": json.dumps(result),
-                "tool_calls": run.get("tool_calls", 0),
-                "rejected_calls": run.get("rejected_calls", 0),
-                "duration_ms": run.get("duration_ms"),
-                "created_at": created_at,
-            }
-        )
-        run_id = table.last_pk
+        run_id = db["runs"].insert({**stored_row(result), "created_at": created_at}).last_pk
         log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=created_at)
     return {"id": run_id, **result, "created_at": created_at}
 
 
-def _run_from_row(row):
-    return {"id": row["id"], **json.loads(row["result"]), "created_at": row["created_at"]}
-
-
 def get_run(db, run_id):
     """The stored run dict with its `id` and `created_at`. Raises NotFound."""
-    return _run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
+    return run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
 
 
 def list_runs(db, agent_id=None, stop_reason=None, page=1, per_page=PER_PAGE):

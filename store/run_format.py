@@ -1,0 +1,176 @@
+"""How a run is stored: each fact once, the other views derived when it is read.
+
+A run as the engine returns it repeats itself: its listing columns (agent id, message, answer, counts) are also in
+the run, the agent snapshot has a column of its own, and the transcript (`messages`) holds again what the rounds
+hold: the system prompt, the user's message, each assistant message and every tool output. Stored, a value that
+has a column is a `null` in `result` (so the keys keep their order), and every transcript message that can be
+rebuilt from the rounds is a `null` in `messages`. Reading puts them back.
+
+Nothing is dropped on trust: a value moves to its column only when the column gives back exactly that value, and
+a transcript message becomes `null` only when the one rebuilt is the same JSON, key order included. Anything else
+(a shape the engine may produce tomorrow) is stored as it is, so `stored_row` then `run_from_row` always gives back
+the run byte for byte.
+"""
+
+import json
+
+TEXT_COLUMNS = ("agent_id", "message", "stop_reason", "answer")
+INTEGER_COLUMNS = ("tool_calls", "rejected_calls")
+REAL_COLUMNS = ("duration_ms",)
+JSON_COLUMNS = {"overrides": "overrides", "agent": "agent_snapshot"}  # run key: column
+
+
+def _compact_json(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _same(first, second):
+    return json.dumps(first) == json.dumps(second)
+
+
+def _column_keeps(key, value):
+    """Whether the column of `key` gives `value` back exactly (a REAL column turns 5 into 5.0, and so on)."""
+    if key in JSON_COLUMNS or value is None:
+        return True
+    if key in TEXT_COLUMNS:
+        return type(value) is str
+    if key in INTEGER_COLUMNS:
+        return type(value) is int
+    return type(value) is float
+
+
+def _assistant_message(assistant):
+    calls = assistant["tool_calls"]
+    message = {"role": "assistant", "content": assistant["content"] if calls else assistant["content"] or ""}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call["arguments"], str)
+                    else json.dumps(call["arguments"]),
+                },
+            }
+            for call in calls
+        ]
+    return message
+
+
+def _said_calls(round_):
+    """What the assistant said it called, as the round records it beside its calls."""
+    return [{"id": call["id"], "name": call["name"], "arguments": call["arguments"]} for call in round_["calls"]]
+
+
+def _compact_rounds(rounds):
+    """Each round with the assistant's tool calls replaced by null when its calls repeat them. A round without
+    calls keeps its (empty) list, so a null always means "the calls"."""
+    compact = []
+    for round_ in rounds:
+        try:
+            said = _said_calls(round_)
+            if said and _same(round_["assistant"]["tool_calls"], said):
+                round_ = {**round_, "assistant": {**round_["assistant"], "tool_calls": None}}
+        except (KeyError, TypeError):
+            pass
+        compact.append(round_)
+    return compact
+
+
+def _full_rounds(rounds):
+    full = []
+    for round_ in rounds:
+        assistant = round_.get("assistant") if isinstance(round_, dict) else None
+        if isinstance(assistant, dict) and assistant.get("tool_calls", []) is None and round_.get("calls"):
+            round_ = {**round_, "assistant": {**assistant, "tool_calls": _said_calls(round_)}}
+        full.append(round_)
+    return full
+
+
+def _rebuilt_transcript(run):
+    """The transcript messages that the rest of the run implies, in order. Retrieved context is not among them:
+    the documents may have changed since."""
+    messages = []
+    try:
+        system_prompt = (run.get("agent") or {}).get("system_prompt")
+        if system_prompt:
+            messages.append({"role": "system", "content": system_prompt})
+        messages.append({"role": "user", "content": run.get("message")})
+        for round_ in run.get("rounds") or []:
+            messages.append(_assistant_message(round_["assistant"]))
+            for call in round_["calls"]:
+                content = call["output"] if call["status"] == "executed" else call["message"]
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            if round_.get("reminder"):
+                messages.append({"role": "system", "content": round_["reminder"]})
+    except (AttributeError, KeyError, TypeError):  # a shape this module does not know: rebuild what came before
+        pass
+    return messages
+
+
+def _compact_transcript(messages, rebuilt):
+    """`messages` with each one that is the next rebuilt message replaced by null."""
+    compact, position = [], 0
+    for message in messages:
+        if position < len(rebuilt) and _same(message, rebuilt[position]):
+            compact.append(None)
+            position += 1
+        else:
+            compact.append(message)
+    return compact
+
+
+def _full_transcript(compact, rebuilt):
+    position, messages = 0, []
+    for message in compact:
+        if message is None:
+            message = rebuilt[position]
+            position += 1
+        messages.append(message)
+    return messages
+
+
+def stored_row(run):
+    """The runs row for `run` (without `id` and `created_at`): the listing columns, the agent snapshot and
+    `result`, the rest of the run."""
+    result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
+    row = {
+        "agent_id": run.get("agent_id"),
+        "message": run.get("message"),
+        "stop_reason": run.get("stop_reason"),
+        "answer": run.get("answer"),
+        "tool_calls": run.get("tool_calls", 0),
+        "rejected_calls": run.get("rejected_calls", 0),
+        "duration_ms": run.get("duration_ms"),
+        "overrides": _compact_json(run.get("overrides")),
+        "agent_snapshot": _compact_json(run.get("agent")),
+    }
+    for key in (*TEXT_COLUMNS, *INTEGER_COLUMNS, *REAL_COLUMNS, *JSON_COLUMNS):
+        if key in result and _column_keeps(key, result[key]):
+            result[key] = None
+    if isinstance(run.get("messages"), list):
+        result["messages"] = _compact_transcript(run["messages"], _rebuilt_transcript(run))
+    if isinstance(run.get("rounds"), list):
+        result["rounds"] = _compact_rounds(run["rounds"])
+    row["result"] = _compact_json(result)
+    return row
+
+
+def run_from_row(row):
+    """The run as the engine returned it, with its `id` and `created_at`."""
+    run = {"id": row["id"]}
+    run.update(json.loads(row["result"]))
+    for key in (*TEXT_COLUMNS, *INTEGER_COLUMNS, *REAL_COLUMNS):
+        if key in run and run[key] is None:
+            run[key] = row[key]
+    for key, column in JSON_COLUMNS.items():
+        if key in run and run[key] is None:
+            run[key] = json.loads(row[column])
+    if isinstance(run.get("rounds"), list):
+        run["rounds"] = _full_rounds(run["rounds"])
+    if isinstance(run.get("messages"), list):
+        run["messages"] = _full_transcript(run["messages"], _rebuilt_transcript(run))
+    run["created_at"] = row["created_at"]
+    return run
