@@ -14,6 +14,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from blueprints.forms import DeleteForm, apply_errors
 from store import NotFound, ValidationError
+from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
 
@@ -64,13 +65,37 @@ def confirm_delete(template, delete, message, endpoint, **context):
 
 
 def list_filters(name, choices):
-    """A history list's query string: ?agent=, ?NAME= (one of `choices`; anything else filters nothing) and
-    ?page=, as (agent id or None, choice or None, page number)."""
+    """A history list's query string: ?agent= and ?NAME= (one of `choices`; anything else filters nothing), as
+    (agent id or None, choice or None)."""
     agent_id = request.args.get("agent", "").strip() or None
     choice = request.args.get(name, "").strip() or None
     if choice not in choices:
         choice = None
-    return agent_id, choice, request.args.get("page", 1, type=int)
+    return agent_id, choice
+
+
+def keyset_ids():
+    """A history list's ?before= or ?after= (the id its older or newer page starts beyond), as (before, after):
+    None when absent; a ValidationError naming the parameter when it is not an id, or when both are given."""
+    ids = {}
+    for name in ("before", "after"):
+        text = request.args.get(name, "").strip()
+        if not text:
+            continue
+        if not text.isdigit() or not 1 <= int(text) <= ID_MAX:
+            raise ValidationError({name: f"must be an id: a whole number from 1 to {ID_MAX}"})
+        ids[name] = int(text)
+    if len(ids) == 2:
+        raise ValidationError({"after": "give before (older rows) or after (newer rows), not both"})
+    return ids.get("before"), ids.get("after")
+
+
+def keyset_ids_or_400():
+    """keyset_ids() for the pages: a bad id is the 400 page, saying what is wrong."""
+    try:
+        return keyset_ids()
+    except ValidationError as error:
+        abort(400, description=f"{error}.")
 
 
 def json_error(status, message, field=None, errors=None, **extra):

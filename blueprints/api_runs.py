@@ -9,7 +9,7 @@ renders what this API returns. Errors are JSON in the API's one shape (blueprint
 
 from flask import Blueprint, jsonify, request, url_for
 
-from blueprints import json_error, json_validation_error
+from blueprints import json_error, json_validation_error, keyset_ids
 from blueprints.runs import run_options
 from engine import STOP_REASONS, ValidationError
 from store import NotFound, run_execution
@@ -20,6 +20,7 @@ bp = Blueprint("api_runs", __name__, url_prefix="/api")
 
 RUN_FIELDS = ("message", "overrides")
 GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far", "artifacts")
+MAX_NUMBERED_PAGE = 50  # ?page= reads through the runs before it: further back, pages go by id
 
 
 def _json_object(allowed):
@@ -67,15 +68,40 @@ def get_run(run_id):
 
 @bp.get("/runs")
 def list_runs():
-    """Run summaries, newest first: ?agent=&stop_reason=&page=."""
+    """Run summaries, newest first: ?agent=&stop_reason=, then ?before=ID or ?after=ID (the `older` and `newer`
+    links of each answer), or ?page=N for the first pages. Every answer has the same keys; `page` is null on a
+    page reached by id."""
     stop_reason = request.args.get("stop_reason") or None
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         return json_error(400, f"must be one of {', '.join(STOP_REASONS)}", "stop_reason")
-    page = request.args.get("page", 1, type=int)
-    runs, total, page, pages = run_store.list_runs(
-        get_db(), agent_id=request.args.get("agent"), stop_reason=stop_reason, page=page
+    try:
+        before, after = keyset_ids()
+    except ValidationError as error:
+        return json_validation_error(error)
+    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason}
+    number = request.args.get("page", "").strip()
+    db = get_db()
+    if not number:
+        page = run_store.list_runs(db, **filters, before=before, after=after)
+        number = None if before or after else 1
+    elif before or after:
+        return json_error(400, "give page, or before or after, not both", "page")
+    elif not number.isdigit() or not 1 <= int(number) <= MAX_NUMBERED_PAGE:
+        message = f"must be a whole number from 1 to {MAX_NUMBERED_PAGE}; further back, follow `older` (?before=ID)"
+        return json_error(400, message, "page")
+    else:
+        page, number, _ = run_store.numbered_runs_page(db, **filters, number=int(number))
+    query = {"agent": filters["agent_id"], "stop_reason": stop_reason}
+    return jsonify(
+        {
+            "runs": page.rows,
+            "total": page.total,
+            "page": number,
+            "pages": max(1, -(-page.total // run_store.PER_PAGE)),
+            "newer": url_for("api_runs.list_runs", **query, after=page.newer) if page.newer else None,
+            "older": url_for("api_runs.list_runs", **query, before=page.older) if page.older else None,
+        }
     )
-    return jsonify({"runs": runs, "total": total, "page": page, "pages": pages})
 
 
 @bp.post("/agents/<agent_id>/gate")

@@ -1,8 +1,8 @@
-"""The log page: policy violations and provider errors, newest first, filtered by agent and level."""
+"""The log page: policy violations and provider errors, newest first, filtered by agent and level, paged by id."""
 
 from flask import Blueprint, render_template
 
-from blueprints import list_filters
+from blueprints import keyset_ids_or_400, list_filters
 from store import log as log_store
 from store.db import get_db
 
@@ -14,14 +14,11 @@ KIND_TEXTS = {"policy_violation": "Policy violation", "provider_error": "Provide
 @bp.get("/log")
 def list_log():
     db = get_db()
-    agent_id, level, page = list_filters("level", log_store.LEVELS)
-    entries, total, page, pages = log_store.list_entries(db, agent_id=agent_id, level=level, page=page)
+    agent_id, level = list_filters("level", log_store.LEVELS)
+    before, after = keyset_ids_or_400()
     return render_template(
         "log/list.html",
-        entries=entries,
-        total=total,
-        page=page,
-        pages=pages,
+        page=log_store.list_entries(db, agent_id=agent_id, level=level, before=before, after=after),
         agent_id=agent_id,
         level=level,
         agent_ids=log_store.log_agent_ids(db),

@@ -9,7 +9,7 @@ import json
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import get_or_404, list_filters, run_texts, tool_registry
+from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, tool_registry
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
@@ -137,14 +137,12 @@ def run_agent_page(agent_id):
 @bp.get("/runs")
 def list_runs():
     db = get_db()
-    agent_id, stop_reason, page = list_filters("stop_reason", STOP_REASONS)
-    runs, total, page, pages = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, page=page)
+    agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
+    before, after = keyset_ids_or_400()
+    page = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after)
     return render_template(
         "runs/list.html",
-        runs=runs,
-        total=total,
         page=page,
-        pages=pages,
         agent_id=agent_id,
         stop_reason=stop_reason,
         agent_ids=run_store.run_agent_ids(db),

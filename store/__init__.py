@@ -5,14 +5,13 @@ Every function takes the sqlite-utils Database as its first argument (`store.db.
 `store.db.open_db(path)` elsewhere). Bad input raises engine.config.ValidationError, re-exported here.
 """
 
-import math
 from datetime import UTC, datetime
 
 from sqlite_utils.db import NotFoundError
 
 from engine.config import ValidationError
 
-__all__ = ["NotFound", "RevisionConflict", "ValidationError", "get_row", "now", "page_of_rows", "row_exists"]
+__all__ = ["NotFound", "RevisionConflict", "ValidationError", "get_row", "now", "row_exists"]
 
 
 class NotFound(LookupError):
@@ -47,19 +46,3 @@ def get_row(table, row_id, message):
 
 def row_exists(table, row_id):
     return table.count_where("id = ?", [row_id]) > 0
-
-
-def page_of_rows(table, filters, page, per_page, order_by, select="*"):
-    """One page of the rows whose columns equal `filters` ({column: value}; an empty value filters nothing):
-    (rows, total count, page number, page count). A page out of range becomes the first or the last. The column
-    names go into the SQL: they come from the code, never from the request."""
-    filters = {column: value for column, value in filters.items() if value}
-    where = " AND ".join(f"{column} = ?" for column in filters) or None
-    parameters = list(filters.values())
-    total = table.count_where(where, parameters) if where else table.count
-    pages = max(1, math.ceil(total / per_page))
-    page = min(max(1, page), pages)
-    rows = table.rows_where(
-        where, parameters, select=select, order_by=order_by, limit=per_page, offset=(page - 1) * per_page
-    )
-    return [dict(row) for row in rows], total, page, pages

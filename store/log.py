@@ -2,7 +2,7 @@
 one. The engine hands the entries back with the run (`run["log"]`); they are written with the run, in its
 transaction. Entries from the gate API have no run."""
 
-from . import now, page_of_rows
+from . import history, now
 
 LEVELS = ("error", "warning", "info")
 PER_PAGE = 50
@@ -26,14 +26,13 @@ def add_entries(db, entries, run_id=None, created_at=None):
         db["log"].insert_all(rows)
 
 
-def list_entries(db, agent_id=None, level=None, page=1, per_page=PER_PAGE):
-    """One page of entries, newest first: (entries, total count, page number, page count)."""
-    return page_of_rows(db["log"], {"agent_id": agent_id, "level": level}, page, per_page, order_by="id DESC")
+def list_entries(db, agent_id=None, level=None, before=None, after=None, per_page=PER_PAGE):
+    """The page of entries below the id `before` or above `after` (or the newest), newest first: a
+    store.history.Page."""
+    filters = {"agent_id": agent_id, "level": level}
+    return history.history_page(db, "log", "log_counts", filters, "*", per_page, before=before, after=after)
 
 
 def log_agent_ids(db):
     """Every agent id that has log entries, for the filter."""
-    return [
-        row["agent_id"]
-        for row in db.query("SELECT DISTINCT agent_id FROM log WHERE agent_id IS NOT NULL ORDER BY agent_id")
-    ]
+    return history.agent_ids(db, "log_counts")

@@ -128,6 +128,43 @@ def _store_each_run_fact_once(db):
         last_id = rows[-1]["id"]
 
 
+def _create_counts_table(db, counts, table, column):
+    """The table `counts`: how many rows of `table` there are per (agent_id, column), filled from the rows already
+    there and kept in step by triggers on every insert, delete and change of those two columns."""
+    key = f"coalesce(new.agent_id, ''), coalesce(new.{column}, '')"
+    old_key = f"agent_id = coalesce(old.agent_id, '') AND {column} = coalesce(old.{column}, '')"
+    add = (
+        f"INSERT INTO {counts} (agent_id, {column}, count) VALUES ({key}, 1) "
+        f"ON CONFLICT (agent_id, {column}) DO UPDATE SET count = count + 1;"
+    )
+    remove = (
+        f"UPDATE {counts} SET count = count - 1 WHERE {old_key}; DELETE FROM {counts} WHERE {old_key} AND count = 0;"
+    )
+    db.executescript(
+        f"""
+        CREATE TABLE {counts} (
+            agent_id TEXT NOT NULL, {column} TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (agent_id, {column})
+        );
+        INSERT INTO {counts} (agent_id, {column}, count)
+            SELECT coalesce(agent_id, ''), coalesce({column}, ''), count(*) FROM {table} GROUP BY 1, 2;
+        CREATE TRIGGER {counts}_insert AFTER INSERT ON {table} BEGIN {add} END;
+        CREATE TRIGGER {counts}_delete AFTER DELETE ON {table} BEGIN {remove} END;
+        CREATE TRIGGER {counts}_update AFTER UPDATE OF agent_id, {column} ON {table} BEGIN {remove} {add} END;
+        """
+    )
+
+
+@migrations(name="0008_history_indexes_and_counts")
+def _history_indexes_and_counts(db):
+    # Every filter combination of /runs, /log and /api/runs walks one index down to the id it pages by (SQLite
+    # ends every index with the id), and the totals and filter choices read a counts table instead of the list.
+    db["runs"].create_index(["agent_id", "stop_reason", "id"])
+    db["log"].create_index(["agent_id", "level", "id"])
+    db["log"].create_index(["run_id"])  # prune-runs deletes a run's entries
+    _create_counts_table(db, "run_counts", "runs", "stop_reason")
+    _create_counts_table(db, "log_counts", "log", "level")
+
+
 @migrations(name="0040_create_cases")
 def _create_cases(db):
     # Regression cases: `data` holds the case's JSON form but agent_id and name (its message, overrides, script,

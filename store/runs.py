@@ -5,12 +5,13 @@ A run read back is the dict `engine.run_agent` returned plus `id` and `created_a
 once (store/run_format.py): the listing columns, the agent snapshot and the rest of the run in `result`.
 """
 
-from . import get_row, now, page_of_rows
+from . import get_row, history, now
 from . import log as log_store
 from .db import write_transaction
 from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
+SUMMARY = "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at"
 
 
 def save_run(db, run):
@@ -28,23 +29,22 @@ def get_run(db, run_id):
     return run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
 
 
-def list_runs(db, agent_id=None, stop_reason=None, page=1, per_page=PER_PAGE):
-    """One page of run summaries, newest first: (summaries, total count, page number, page count).
+def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE):
+    """The page of run summaries below the run id `before` or above `after` (or the newest), newest first: a
+    store.history.Page. Summaries carry the listing columns only, never the whole run."""
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason}
+    return history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before=before, after=after)
 
-    Summaries carry the listing columns only, never the whole run."""
-    return page_of_rows(
-        db["runs"],
-        {"agent_id": agent_id, "stop_reason": stop_reason},
-        page,
-        per_page,
-        order_by="id DESC",
-        select="id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at",
-    )
+
+def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE):
+    """Page `number` of run summaries (1 is the newest), for the API's `?page=`: (Page, number, page count)."""
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason}
+    return history.numbered_page(db, "runs", "run_counts", filters, SUMMARY, per_page, number)
 
 
 def run_agent_ids(db):
     """Every agent id that has runs, for the filter; deleted agents included."""
-    return [row["agent_id"] for row in db.query("SELECT DISTINCT agent_id FROM runs ORDER BY agent_id")]
+    return history.agent_ids(db, "run_counts")
 
 
 def previous_run_id(db, run):

@@ -88,8 +88,12 @@ def test_the_log_is_paginated(client, database):
     entries = [{**entry, "message": f"Entry {number}."} for number in range(55)]
     log_store.add_entries(database, entries)
     first = html_of(client.get("/log"))
-    assert "Entry 54." in first and "Entry 4." not in first and "Page 1 of 2" in first
-    assert "Entry 4." in html_of(client.get("/log?page=2"))
+    assert "Entry 54." in first and "Entry 5." in first and "Entry 4." not in first and "Newer" not in first
+    assert '<a rel="next" href="/log?before=6">Older</a>' in first
+    older = html_of(client.get("/log?before=6"))
+    assert "Entry 4." in older and "Entry 0." in older and "Entry 5." not in older and "Older" not in older
+    assert '<a rel="prev" href="/log?after=5">Newer</a>' in older
+    assert html_of(client.get("/log?after=5")) == first
 
 
 def test_an_empty_log(client):
