@@ -9,6 +9,7 @@ is stored and shows up in the history; it prints each round, its calls and rejec
 import json
 import re
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -22,7 +23,9 @@ from engine.tools.documents import load_corpus_files
 from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
 from store import agents as agent_store
 from store import cases as case_store
+from store import db as store_db
 from store import documents as document_store
+from store import runs as run_store
 from store.db import get_db
 
 OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --json has all of it
@@ -352,6 +355,50 @@ def import_cases_command(folder):
     click.echo(f"Imported {len(cases)} case(s) from {folder}: {len(added)} added, {len(replaced)} replaced.")
 
 
+@click.command("backup")
+@with_appcontext
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--replace", is_flag=True, help="Overwrite FILE if it exists.")
+def backup_command(file, replace):
+    """Copy the database to FILE, safely while the app serves (SQLite's online backup: one consistent snapshot)."""
+    database = Path(current_app.config["DATABASE"])
+    if file.exists() and file.resolve() == database.resolve():
+        raise click.ClickException(f"{file} is the database itself; choose another file.")
+    if file.exists() and not replace:
+        raise click.ClickException(f"{file} exists; nothing was written (use --replace to overwrite it).")
+    if not file.parent.is_dir():
+        raise click.ClickException(f"The folder {file.parent} does not exist; nothing was written.")
+    store_db.backup(get_db(), str(file))
+    copy = store_db.open_db(str(file))
+    runs, agents = copy["runs"].count, copy["agents"].count
+    copy.close()
+    click.echo(
+        f"Backed up {database} to {file}: {_counted(agents, 'agent')}, {_counted(runs, 'run')}, "
+        f"{file.stat().st_size:,} bytes."
+    )
+
+
+@click.command("prune-runs")
+@with_appcontext
+@click.option("--older-than", "days", type=click.IntRange(min=0), required=True, help="Age in days (0: every run).")
+@click.option("--agent", "agent_id", default=None, help="Only the runs of this agent id.")
+def prune_runs_command(days, agent_id):
+    """Delete the runs older than DAYS days, and their log entries, in one transaction."""
+    if agent_id is not None and not agent_id.strip():
+        raise click.BadParameter("must be an agent id (leave the option out for every agent)", param_hint="--agent")
+    cutoff = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="seconds")
+    runs, entries = run_store.prune_runs(get_db(), cutoff, agent_id)
+    whose = f' of the agent "{agent_id}"' if agent_id else ""
+    click.echo(
+        f"Deleted {_counted(runs, 'run')}{whose} created before {cutoff}, "
+        f"with their {_counted(entries, 'log entry', 'log entries')}."
+    )
+
+
+def _counted(count, singular, plural=None):
+    return f"{count:,} {singular if count == 1 else plural or singular + 's'}"
+
+
 def register(app):
     for command in (
         init_db_command,
@@ -363,5 +410,7 @@ def register(app):
         check_cases_command,
         export_cases_command,
         import_cases_command,
+        backup_command,
+        prune_runs_command,
     ):
         app.cli.add_command(command)

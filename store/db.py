@@ -10,6 +10,8 @@ fails at once with "database is locked", whatever the busy timeout. `BEGIN IMMED
 the transaction begins, and waits up to the busy timeout for it, so writers queue instead of failing.
 """
 
+import os
+import sqlite3
 from contextlib import contextmanager
 
 import sqlite_utils
@@ -45,6 +47,24 @@ def write_transaction(db):
         db.conn.execute("COMMIT")
     except BaseException:
         db.rollback()
+        raise
+
+
+def backup(db, path):
+    """Copy the database to a new file at `path` with SQLite's online backup: one consistent snapshot, taken while
+    others keep reading and writing (in WAL mode a reader blocks no writer). The copy is one self-contained file.
+    It is written beside `path` first and renamed into place, so a failed backup leaves no half-written file."""
+    partial = f"{path}.partial"
+    target = sqlite3.connect(partial)
+    try:
+        db.conn.backup(target)
+        target.execute("PRAGMA journal_mode=DELETE")  # no -wal file beside the copy
+        target.close()
+        os.replace(partial, path)
+    except BaseException:
+        target.close()
+        if os.path.exists(partial):
+            os.remove(partial)
         raise
 
 
