@@ -1,7 +1,7 @@
-from . import engine_loop, gate_scaling, web
+"""Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-engine_loop.report()
-print()
-gate_scaling.report()
-print()
-web.report()
+from . import concurrency, engine_loop, gate_scaling, history, web
+
+for report in (engine_loop.report, gate_scaling.report, web.report, concurrency.report, history.report):
+    report()
+    print()
