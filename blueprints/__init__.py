@@ -74,6 +74,14 @@ def list_filters(name, choices):
     return agent_id, choice
 
 
+def whole_number(text, lowest, highest):
+    """`text` as an int when it is written in ASCII digits and lies in [lowest, highest], else None."""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(highest)):
+        return None
+    number = int(text)
+    return number if lowest <= number <= highest else None
+
+
 def keyset_ids():
     """A history list's ?before= or ?after= (the id its older or newer page starts beyond), as (before, after):
     None when absent; a ValidationError naming the parameter when it is not an id, or when both are given."""
@@ -82,9 +90,9 @@ def keyset_ids():
         text = request.args.get(name, "").strip()
         if not text:
             continue
-        if not text.isdigit() or not 1 <= int(text) <= ID_MAX:
+        ids[name] = whole_number(text, 1, ID_MAX)
+        if ids[name] is None:
             raise ValidationError({name: f"must be an id: a whole number from 1 to {ID_MAX}"})
-        ids[name] = int(text)
     if len(ids) == 2:
         raise ValidationError({"after": "give before (older rows) or after (newer rows), not both"})
     return ids.get("before"), ids.get("after")

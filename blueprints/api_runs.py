@@ -9,7 +9,7 @@ renders what this API returns. Errors are JSON in the API's one shape (blueprint
 
 from flask import Blueprint, jsonify, request, url_for
 
-from blueprints import json_error, json_validation_error, keyset_ids
+from blueprints import json_error, json_validation_error, keyset_ids, whole_number
 from blueprints.runs import run_options
 from engine import STOP_REASONS, ValidationError
 from store import NotFound, run_execution
@@ -79,18 +79,19 @@ def list_runs():
     except ValidationError as error:
         return json_validation_error(error)
     filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason}
-    number = request.args.get("page", "").strip()
+    page_text = request.args.get("page", "").strip()
+    number = whole_number(page_text, 1, MAX_NUMBERED_PAGE)
     db = get_db()
-    if not number:
+    if not page_text:
         page = run_store.list_runs(db, **filters, before=before, after=after)
         number = None if before or after else 1
     elif before or after:
         return json_error(400, "give page, or before or after, not both", "page")
-    elif not number.isdigit() or not 1 <= int(number) <= MAX_NUMBERED_PAGE:
+    elif number is None:
         message = f"must be a whole number from 1 to {MAX_NUMBERED_PAGE}; further back, follow `older` (?before=ID)"
         return json_error(400, message, "page")
     else:
-        page, number, _ = run_store.numbered_runs_page(db, **filters, number=int(number))
+        page, number, _ = run_store.numbered_runs_page(db, **filters, number=number)
     query = {"agent": filters["agent_id"], "stop_reason": stop_reason}
     return jsonify(
         {

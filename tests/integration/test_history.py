@@ -83,6 +83,9 @@ def test_the_api_pages_by_id_and_by_number(client, many_runs):
         ("page=2&before=5", "page"),
         ("page=51", "page"),
         ("page=-1", "page"),
+        ("page=²", "page"),
+        ("before=²", "before"),
+        ("after=" + "9" * 5000, "after"),
     ],
 )
 def test_a_bad_position_is_a_400_naming_it(client, many_runs, query, field):
