@@ -6,7 +6,7 @@ import json
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 import httpx2
@@ -85,4 +85,6 @@ def all_at_once(task, arguments, timeout=120):
 
     with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
         futures = [pool.submit(released, argument) for argument in arguments]
-        return [future.result(timeout=timeout) for future in futures]
+        _, late = wait(futures, timeout=timeout)
+        assert not late, f"{len(late)} of {len(futures)} requests had not ended after {timeout} s"
+        return [future.result() for future in futures]
