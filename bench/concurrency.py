@@ -7,22 +7,16 @@ on 127.0.0.1) and the HTTP clients live in this process.
 
 import argparse
 import importlib.util
-import os
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from store import providers as provider_store
 from store.db import open_db
-from tests.live_http import SlowModel, all_at_once, browser, post_json, serving
+from tests.live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_json, serving
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNS = 20
 MODEL_DELAY = 0.2
 BURSTS = 3
@@ -31,60 +25,13 @@ SCRIPT = [
     {"tool_calls": [{"name": "list_entity_types", "arguments": {}}]},
     {"content": "There are four entity types."},
 ]
-THREADS = 32  # as in the Makefile: the 20 runs in flight and the pages beside them
-SERVERS = {
-    "waitress": ["-m", "waitress", "--host=127.0.0.1", "--port=0", f"--threads={THREADS}", "--call", "app:create_app"],
+SERVERS = {  # 32 threads in all, as `make run` has: the 20 runs in flight and the pages beside them
+    "waitress": WAITRESS,
     "gunicorn": [
         *("-m", "gunicorn", "--bind=127.0.0.1:0", "--worker-class=gthread", "--workers=2"),
-        *(f"--threads={THREADS // 2}", "--no-control-socket", "app:create_app()"),
+        *("--threads=16", "--no-control-socket", "app:create_app()"),
     ],
 }
-ADDRESS = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")
-
-
-class AppProcess:
-    """The app under `server` in a subprocess, on a fresh database in `folder`."""
-
-    def __init__(self, server, folder):
-        self.database = f"{folder}/{server}.db"
-        environment = {
-            **os.environ,
-            "TOOLGATE_DATABASE": self.database,
-            "TOOLGATE_SECRET_KEY": "bench",
-            MODEL_KEY: "not a real key",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.log = open(f"{folder}/{server}.log", "w+")  # closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, *SERVERS[server]], cwd=ROOT, env=environment, stdout=self.log, stderr=self.log
-        )
-        self.url = self._wait_for_address()
-
-    def _wait_for_address(self, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.log.seek(0)
-            found = ADDRESS.search(self.log.read())
-            if found and self._answers(found.group(1)):
-                return found.group(1)
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited: {self.log.read()}")
-            time.sleep(0.05)
-        raise RuntimeError("the server did not start in time")
-
-    @staticmethod
-    def _answers(url):
-        """gunicorn listens before its workers have built the app (and migrated the database)."""
-        try:
-            with browser(url) as client:
-                return client.get("/agents").status_code == 200
-        except Exception:
-            return False
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=10)
-        self.log.close()
 
 
 def percentile(samples, fraction):
@@ -133,22 +80,23 @@ def burst(url, clients):
 
 
 def measure(server, folder, model_url):
-    app = AppProcess(server, folder)
+    app = AppProcess(SERVERS[server], f"{folder}/{server}.db", f"{folder}/{server}.log", **{MODEL_KEY: "not a key"})
     try:
+        url = app.ready()
         provider = {"id": "slow", "label": "Slow", "base_url": f"{model_url}/v1", "api_key_env": MODEL_KEY}
-        provider_store.create_provider(open_db(app.database), provider)
+        provider_store.create_provider(open_db(f"{folder}/{server}.db"), provider)
         agent = {"label": "Slow", "provider": "slow", "model": "slow-1", "tools": {"list_entity_types": {}}}
-        with browser(app.url) as client:
+        with browser(url) as client:
             assert post_json(client, "/api/agents/bench_slow", agent, "PUT").status_code == 201
         idle_stop = threading.Event()
         threading.Timer(1.0, idle_stop.set).start()
-        idle, _ = page_latencies(app.url, idle_stop)
+        idle, _ = page_latencies(url, idle_stop)
         # The clients are ready before the clock starts: building one is not the server's time.
-        clients = [browser(app.url) for _ in range(RUNS)]
+        clients = [browser(url) for _ in range(RUNS)]
         single = statistics.median(run_once(clients[0], number)[0] for number in range(5))
         bursts, failures, during, page_failures = [], 0, [], 0
         for _ in range(BURSTS):
-            seconds, failed, latencies, pages_failed = burst(app.url, clients)
+            seconds, failed, latencies, pages_failed = burst(url, clients)
             bursts.append(seconds)
             failures += failed
             during += latencies

@@ -1,21 +1,29 @@
-"""Real HTTP for the tests that need it: a WSGI app served by werkzeug in a thread on 127.0.0.1 (port 0, so
-tests running side by side never clash), a slow OpenAI-compatible model to serve that way, and browser-like
-clients that post forms with their CSRF token."""
+"""Real HTTP for the tests and the benchmarks that need it: a WSGI app served by werkzeug in a thread on 127.0.0.1
+(port 0, so runs side by side never clash), a slow OpenAI-compatible model to serve that way, the app in a process
+of its own under a production server, and browser-like clients that post forms with their CSRF token."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx2
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from engine.scripted import ScriptedModel
 
+ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = 30.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
+LISTENING = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")  # waitress, gunicorn
+# As `make run` serves the app, on a free port.
+WAITRESS = ["-m", "waitress", "--host=127.0.0.1", "--port=0", "--threads=32", "--call", "app:create_app"]
 
 
 class QuietRequestHandler(WSGIRequestHandler):
@@ -61,11 +69,11 @@ def browser(base_url):
     return httpx2.Client(base_url=base_url, timeout=REQUEST_TIMEOUT)
 
 
-def post_form(client, form_path, data, action=None):
-    """Load the form page for its CSRF token, then post `data` to `action` (default: the form's own path)."""
+def post_form(client, form_path, data):
+    """Load the form page for its CSRF token, then post `data` to it."""
     page = client.get(form_path)
     assert page.status_code == 200, page.text
-    return client.post(action or form_path, data={**data, "csrf_token": csrf_token(page.text)})
+    return client.post(form_path, data={**data, "csrf_token": csrf_token(page.text)})
 
 
 def post_json(client, path, payload, method="POST"):
@@ -88,3 +96,48 @@ def all_at_once(task, arguments, timeout=120):
         _, late = wait(futures, timeout=timeout)
         assert not late, f"{len(late)} of {len(futures)} requests had not ended after {timeout} s"
         return [future.result() for future in futures]
+
+
+class AppProcess:
+    """The app in a process of its own, started by `python SERVER_ARGUMENTS` on the database file `database`; its
+    output goes to `log_path`. `ready()` waits until it answers and gives its base URL; stop it with stop()."""
+
+    def __init__(self, server_arguments, database, log_path, **environment):
+        environment = {
+            **os.environ,
+            "TOOLGATE_DATABASE": str(database),
+            "TOOLGATE_SECRET_KEY": "a test process",
+            "PYTHONUNBUFFERED": "1",
+            **environment,
+        }
+        self.log = open(log_path, "w+")  # closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, *server_arguments], cwd=ROOT, env=environment, stdout=self.log, stderr=self.log
+        )
+
+    def ready(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.log.seek(0)
+            found = LISTENING.search(self.log.read())
+            if found and self._answers(found.group(1)):
+                return found.group(1)
+            if self.process.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError(f"the server exited: {self.log.read()}")
+            time.sleep(0.05)
+        raise RuntimeError("the server did not start in time")
+
+    @staticmethod
+    def _answers(url):
+        """gunicorn listens before its workers have built the app (and migrated the database)."""
+        try:
+            with browser(url) as client:
+                return client.get("/agents").status_code == 200
+        except httpx2.HTTPError:
+            return False
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.log.close()

@@ -2,22 +2,14 @@
 per request, and two app processes on one database file. Every request must succeed and every write be stored.
 Nothing here is timed: the benchmark measures speed."""
 
-import os
-import re
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
-from live_http import SlowModel, all_at_once, browser, post_form, post_json, serving
+from live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_form, post_json, serving
 from support import agent_form_data
 
 from app import create_app
 from store import providers as provider_store
 from store.db import open_db
 
-ROOT = Path(__file__).resolve().parents[2]
 BURST = 50
 RUNS = 20
 MODEL_KEY = "SLOW_MODEL_KEY"
@@ -118,37 +110,12 @@ def test_twenty_runs_against_a_slow_model_at_once_are_all_stored(tmp_path):
     assert all(run["answer"] == "There are four entity types." and run["tool_calls"] == 1 for run in stored)
 
 
-def start_app_process(tmp_path, name):
-    """The app in a process of its own, served by the production server as `make run` serves it."""
-    environment = {
-        **os.environ,
-        "TOOLGATE_DATABASE": str(tmp_path / "shared.db"),
-        "TOOLGATE_SECRET_KEY": "two processes",
-        "PYTHONUNBUFFERED": "1",
-    }
-    command = [sys.executable, "-m", "waitress", "--host=127.0.0.1", "--port=0", "--threads=16", "--call"]
-    log = open(tmp_path / f"{name}.log", "w+")  # closed with the process
-    process = subprocess.Popen([*command, "app:create_app"], cwd=ROOT, env=environment, stdout=log, stderr=log)
-    return process, log
-
-
-def wait_for_address(process, log, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        log.seek(0)
-        found = re.search(r"Serving on (http://127\.0\.0\.1:\d+)", log.read())
-        if found:
-            return found.group(1)
-        assert process.poll() is None, "the app process exited"
-        time.sleep(0.05)
-    raise AssertionError("the app process did not start serving in time")
-
-
 def test_two_app_processes_on_one_database_file_lose_no_write(tmp_path):
     # Both start on a database file that does not exist yet: both migrate it at once.
-    processes = [start_app_process(tmp_path, name) for name in ("first", "second")]
+    database = tmp_path / "shared.db"
+    processes = [AppProcess(WAITRESS, database, tmp_path / f"{name}.log") for name in ("first", "second")]
     try:
-        urls = [wait_for_address(process, log) for process, log in processes]
+        urls = [process.ready() for process in processes]
 
         def write(number):
             url = urls[number % 2]
@@ -164,10 +131,8 @@ def test_two_app_processes_on_one_database_file_lose_no_write(tmp_path):
         ]
         for url in urls:
             assert agent_ids(url) == {f"shared_{number}" for number in range(60) if number % 3}
-        db = open_db(str(tmp_path / "shared.db"))
+        db = open_db(str(database))
         assert {row["id"] for row in db["documents"].rows} == {f"shared-{number}" for number in range(0, 60, 3)}
     finally:
-        for process, log in processes:
-            process.terminate()
-            process.wait(timeout=10)
-            log.close()
+        for process in processes:
+            process.stop()
