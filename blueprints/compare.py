@@ -4,7 +4,7 @@ round by round and call by call, what differs marked, and the settings that diff
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
-from blueprints import get_or_404
+from blueprints import get_or_404, keyset_ids_or_400
 from engine.run_diff import compare_runs
 from store import NotFound
 from store import runs as run_store
@@ -30,18 +30,13 @@ def pick_run(run_id):
                 error = f"Run number: there is no run #{other}."
             else:
                 return redirect(url_for("compare.compare", first_id=run_id, second_id=other), 303)
-    runs, total, page, pages = run_store.list_runs(
-        db, agent_id=run["agent_id"], page=request.args.get("page", 1, type=int)
-    )
+    before, after = keyset_ids_or_400()
     return (
         render_template(
             "compare/pick.html",
             run=run,
             previous_id=run_store.previous_run_id(db, run),
-            runs=runs,
-            total=total,
-            page=page,
-            pages=pages,
+            page=run_store.list_runs(db, agent_id=run["agent_id"], before=before, after=after),
             error=error,
         ),
         400 if error else 200,

@@ -16,6 +16,7 @@ from engine.config import ValidationError, load_agent
 from . import NotFound, get_row, now
 from . import agents as agent_store
 from . import runs as run_store
+from .db import write_transaction
 
 DATA_FIELDS = tuple(key for key in CASE_FIELDS if key not in ("agent_id", "name"))
 DEFAULT_NAME_LENGTH = 60
@@ -127,7 +128,7 @@ def save_case_from_run(db, run_id, known_tools, name=None):
     name = name.strip() if isinstance(name, str) and name.strip() else default_name(db, run)
     case = validate(db, case_from_run(run, name), known_tools)
     _check_name(db, case)
-    with db.atomic():
+    with write_transaction(db):
         case_id = _insert(db, case, source_run_id=run_id)
     return get_case(db, case_id)
 
@@ -138,7 +139,7 @@ def update_case(db, case_id, changes):
     case = get_case(db, case_id)
     updated = validate_case({**case_json(case), **changes})
     _check_name(db, updated, case_id)
-    with db.atomic():
+    with write_transaction(db):
         try:
             db["cases"].update(case_id, {**_row(updated), "updated_at": now()})
         except sqlite3.IntegrityError:
@@ -150,7 +151,7 @@ def import_cases(db, cases):
     """Write cases checked by `validate`, in one transaction: a case replaces the agent's case of the same name
     (its latest check is dropped), else it is added. Returns (the ids added, the ids replaced)."""
     added, replaced = [], []
-    with db.atomic():
+    with write_transaction(db):
         for case in cases:
             existing = list(
                 db.query("SELECT id FROM cases WHERE agent_id = ? AND name = ?", [case["agent_id"], case["name"]])
@@ -165,13 +166,13 @@ def import_cases(db, cases):
 
 def record_checks(db, results):
     """Store the latest check of each case: {case id: result}."""
-    with db.atomic():
+    with write_transaction(db):
         for case_id, result in results.items():
             db["cases"].update(case_id, {"last_check": json.dumps(result)})
 
 
 def delete_case(db, case_id):
-    with db.atomic():
+    with write_transaction(db):
         if not db["cases"].count_where("id = ?", [case_id]):
             raise NotFound(f"No case with id {case_id}.")
         db["cases"].delete(case_id)

@@ -81,7 +81,7 @@ def test_change_and_run_again_records_the_run_it_started_from(client, bundles, d
     fields.pop("tools-list_bundles-restrict_multiple_calls")  # untick the restriction for this run
     response = client.post(f"/agents/bundles/run?from={first}", data=fields)
 
-    second = run_store.list_runs(database)[0][0]["id"]
+    second = run_store.list_runs(database).rows[0]["id"]
     assert run_store.get_run(database, second)["repeated_from"] == first
     assert f"Compare with run #{first}, which this run repeats" in text_of(response)
 
