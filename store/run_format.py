@@ -1,10 +1,13 @@
 """How a run is stored: each fact once, the other views derived when it is read.
 
 A run as the engine returns it repeats itself: its listing columns (agent id, message, answer, counts) are also in
-the run, the agent snapshot has a column of its own, and the transcript (`messages`) holds again what the rounds
-hold: the system prompt, the user's message, each assistant message and every tool output. Stored, a value that
-has a column is a `null` in `result` (so the keys keep their order), and every transcript message that can be
-rebuilt from the rounds is a `null` in `messages`. Reading puts them back.
+the run, the agent snapshot has a column of its own, the transcript (`messages`) holds again what the rounds hold
+(the system prompt, the user's message, each assistant message and every tool output), each round's assistant
+lists the calls its `calls` list again, and every round carries the same tool schemas until the cap. Stored, a value
+that has a column is a `null` in `result` (so the keys keep their order), every transcript message that can be
+rebuilt from the rounds is a `null` in `messages`, the assistant's calls are a `null`, a round's `tools_sent` the
+number of an earlier round that sent the same, and the rounds and their calls are tables that name their keys
+once. Reading puts them back.
 
 Nothing is dropped on trust: a value moves to its column only when the column gives back exactly that value, and
 a transcript message becomes `null` only when the one rebuilt is the same JSON, key order included. Anything else
@@ -64,29 +67,62 @@ def _said_calls(round_):
     return [{"id": call["id"], "name": call["name"], "arguments": call["arguments"]} for call in round_["calls"]]
 
 
+def _as_table(records):
+    """A list of dicts with the same keys in the same order as {"keys", "rows"}: each key named once, not once a
+    record. Anything else stays as it is (a list, so a dict here always means a table)."""
+    if not records or not all(isinstance(record, dict) for record in records):
+        return records
+    keys = list(records[0])
+    if any(list(record) != keys for record in records):
+        return records
+    return {"keys": keys, "rows": [list(record.values()) for record in records]}
+
+
+def _from_table(value):
+    if isinstance(value, dict):
+        return [dict(zip(value["keys"], row, strict=True)) for row in value["rows"]]
+    return value
+
+
+def _compact_round(round_, earlier):
+    """The round with the assistant's tool calls null when its calls repeat them (a round without calls keeps its
+    empty list, so a null always means "the calls"), the tools it sent as the number of an earlier round that sent
+    the same (the same tools go out every round until the cap), and its calls as a table."""
+    try:
+        said = _said_calls(round_)
+        if said and _same(round_["assistant"]["tool_calls"], said):
+            round_ = {**round_, "assistant": {**round_["assistant"], "tool_calls": None}}
+    except (KeyError, TypeError):
+        pass
+    sent = round_.get("tools_sent")
+    if sent is not None:
+        same = next((number for number, other in enumerate(earlier) if _same(other.get("tools_sent"), sent)), None)
+        if same is not None:
+            round_ = {**round_, "tools_sent": same}
+    if isinstance(round_.get("calls"), list):
+        round_ = {**round_, "calls": _as_table(round_["calls"])}
+    return round_
+
+
 def _compact_rounds(rounds):
-    """Each round with the assistant's tool calls replaced by null when its calls repeat them. A round without
-    calls keeps its (empty) list, so a null always means "the calls"."""
-    compact = []
-    for round_ in rounds:
-        try:
-            said = _said_calls(round_)
-            if said and _same(round_["assistant"]["tool_calls"], said):
-                round_ = {**round_, "assistant": {**round_["assistant"], "tool_calls": None}}
-        except (KeyError, TypeError):
-            pass
-        compact.append(round_)
-    return compact
+    if not all(isinstance(round_, dict) for round_ in rounds):
+        return rounds
+    return _as_table([_compact_round(round_, rounds[:number]) for number, round_ in enumerate(rounds)])
 
 
-def _full_rounds(rounds):
-    full = []
-    for round_ in rounds:
-        assistant = round_.get("assistant") if isinstance(round_, dict) else None
-        if isinstance(assistant, dict) and assistant.get("tool_calls", []) is None and round_.get("calls"):
-            round_ = {**round_, "assistant": {**assistant, "tool_calls": _said_calls(round_)}}
-        full.append(round_)
-    return full
+def _full_rounds(stored):
+    rounds = []
+    for round_ in _from_table(stored):
+        if isinstance(round_, dict):
+            if isinstance(round_.get("calls"), dict):
+                round_ = {**round_, "calls": _from_table(round_["calls"])}
+            if type(round_.get("tools_sent")) is int:
+                round_ = {**round_, "tools_sent": rounds[round_["tools_sent"]]["tools_sent"]}
+            assistant = round_.get("assistant")
+            if isinstance(assistant, dict) and assistant.get("tool_calls", []) is None and round_.get("calls"):
+                round_ = {**round_, "assistant": {**assistant, "tool_calls": _said_calls(round_)}}
+        rounds.append(round_)
+    return rounds
 
 
 def _rebuilt_transcript(run):
@@ -101,7 +137,7 @@ def _rebuilt_transcript(run):
         for round_ in run.get("rounds") or []:
             messages.append(_assistant_message(round_["assistant"]))
             for call in round_["calls"]:
-                content = call["output"] if call["status"] == "executed" else call["message"]
+                content = (call.get("artifact") or call["output"]) if call["status"] == "executed" else call["message"]
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             if round_.get("reminder"):
                 messages.append({"role": "system", "content": round_["reminder"]})
@@ -168,7 +204,7 @@ def run_from_row(row):
     for key, column in JSON_COLUMNS.items():
         if key in run and run[key] is None:
             run[key] = json.loads(row[column])
-    if isinstance(run.get("rounds"), list):
+    if isinstance(run.get("rounds"), (list, dict)):
         run["rounds"] = _full_rounds(run["rounds"])
     if isinstance(run.get("messages"), list):
         run["messages"] = _full_transcript(run["messages"], _rebuilt_transcript(run))
