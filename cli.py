@@ -178,7 +178,7 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
             overrides,
             registry=tool_registry(),
             environ=current_app.config.get("MODEL_ENVIRON"),
-            http_client=current_app.config.get("MODEL_HTTP_CLIENT"),
+            transport=current_app.config.get("MODEL_TRANSPORT"),
         )
     except NotFound as error:
         raise click.ClickException(str(error)) from None

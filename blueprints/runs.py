@@ -49,7 +49,7 @@ def run_options():
     return {
         "registry": tool_registry(),
         "environ": current_app.config.get("MODEL_ENVIRON"),
-        "http_client": current_app.config.get("MODEL_HTTP_CLIENT"),
+        "transport": current_app.config.get("MODEL_TRANSPORT"),
     }
 
 

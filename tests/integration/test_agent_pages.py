@@ -95,6 +95,11 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
         "on_round_cap": "message",
         "max_rounds_message": "Stopped.",
         "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "temperature": None,
+        "top_p": None,
+        "seed": None,
+        "max_tokens": None,
         "tools": {
             "list_bundles": {
                 "restrict_multiple_calls": True,

@@ -298,7 +298,8 @@ def test_a_provider_error_is_shown_in_place_of_the_answer(app, client, database)
     answer = re.search(r'<section class="run-answer".*?</section>', panel, re.S).group(0)
     assert (
         '<span class="status status-error">Error</span> The environment variable &#34;OPENAI_API_KEY&#34; that '
-        "holds the API key is not set." in answer
+        "holds the API key is not set (leave the variable&#39;s name empty on the provider connection if the "
+        "server takes no key)." in answer
     )
 
 
