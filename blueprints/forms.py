@@ -32,6 +32,7 @@ from engine.config import (
     AGENT_DEFAULTS,
     MAX_CALLS_PER_RUN_LIMIT,
     MAX_ROUNDS_LIMIT,
+    MAX_TOKENS_LIMIT,
     MESSAGE_MAX,
     SCRIPTED_PROVIDER,
     TOOL_SETTING_DEFAULTS,
@@ -45,6 +46,7 @@ ON_ROUND_CAP_CHOICES = [
 ]
 # parallel_tool_calls in words, for the agent form's select and the agent's page.
 PARALLEL_TOOL_CALLS_LABELS = {None: "Provider default", True: "true", False: "false"}
+REQUEST_SETTINGS = ("tool_choice", "temperature", "top_p", "seed", "max_tokens")
 
 
 def _parallel_tool_calls_choice(value):
@@ -67,6 +69,65 @@ def _whole_number(value):
     """The posted text as an int when it is one; otherwise the text itself, so validation names the field."""
     text = (value or "").strip()
     return int(text) if re.fullmatch(r"-?\d{1,9}", text) else text
+
+
+def _optional_number(value):
+    """Empty is None (not sent); a number is a number; anything else stays text, so validation names the field."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    if re.fullmatch(r"-?\d{1,19}", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def tool_choice_choices(tool_names):
+    return [
+        SelectChoice("auto", "Auto: the model decides"),
+        SelectChoice("required", "Required: some tool in every response"),
+        *(SelectChoice(name, f"Always {name} (when enabled)") for name in tool_names),
+    ]
+
+
+def _request_settings_fields(tool_names):
+    """The fields of what an agent sends with each request (SPEC §2), for the agent form and the run form."""
+    return {
+        "tool_choice": SelectField(
+            "Tool choice",
+            default="auto",
+            choices=tool_choice_choices(tool_names),
+            description="Sent as tool_choice with every request that offers tools, never without them. Some servers "
+            "(llama-cpp-python) offer no tools unless it says auto.",
+            validate_choice=False,
+        ),
+        "temperature": StringField(
+            "Temperature", description="0 to 2. Empty: not sent.", widget=NumberInput(min=0, max=2, step="any")
+        ),
+        "top_p": StringField(
+            "Top p", description="0 to 1. Empty: not sent.", widget=NumberInput(min=0, max=1, step="any")
+        ),
+        "seed": StringField("Seed", description="A whole number. Empty: not sent.", widget=NumberInput(step=1)),
+        "max_tokens": StringField(
+            "Max tokens",
+            description="1 to 1,000,000: the answer is cut off there (stop reason: truncated). Empty: not sent.",
+            widget=NumberInput(min=1, max=MAX_TOKENS_LIMIT),
+        ),
+    }
+
+
+def _request_settings_data(form):
+    settings = {key: _optional_number(form[key].data) for key in REQUEST_SETTINGS if key != "tool_choice"}
+    return {"tool_choice": form.tool_choice.data or "auto", **settings}
+
+
+def _request_settings_form_data(agent):
+    values = {key: agent[key] for key in REQUEST_SETTINGS}
+    return {
+        key: value if key == "tool_choice" else "" if value is None else str(value) for key, value in values.items()
+    }
 
 
 def _parse_script(text):
@@ -274,6 +335,7 @@ class AgentForm(FlaskForm):
             "parallel_tool_calls": PARALLEL_TOOL_CALLS_VALUES.get(
                 self.parallel_tool_calls.data, self.parallel_tool_calls.data
             ),
+            **_request_settings_data(self),
             "tools": tools,
             "script": getattr(self, "script_value", []),
             "revision": _whole_number(self.revision.data),
@@ -292,7 +354,8 @@ class AgentForm(FlaskForm):
 def agent_form_class(tools):
     """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY); `tools` maps the
     names to the JSON Schemas of their arguments (ToolRegistry.parameters_by_name())."""
-    return type("BoundAgentForm", (AgentForm,), {"tools": _tools_field(tools), "tool_names": tuple(tools)})
+    attributes = {"tools": _tools_field(tools), "tool_names": tuple(tools), **_request_settings_fields(tools)}
+    return type("BoundAgentForm", (AgentForm,), attributes)
 
 
 def agent_form(tools, provider_choices, agent=None, **kwargs):
@@ -324,6 +387,7 @@ def agent_to_form_data(agent, tools):
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
         "max_rounds_message": agent["max_rounds_message"],
+        **_request_settings_form_data(agent),
         "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
         "revision": str(agent["revision"]),
         "tools": _tools_form_data(agent, tools),
@@ -358,8 +422,10 @@ class RunForm(FlaskForm):
 
     def run_settings(self):
         """The posted settings in the JSON form, for engine.config.overrides_between: the round cap and, when it
-        was read, the script; every offered tool's settings, None for the tools left unticked."""
+        was read, the script; the request settings; every offered tool's settings, None for the tools left
+        unticked."""
         settings = {"max_rounds": _whole_number(self.max_rounds.data), "on_round_cap": self.on_round_cap.data}
+        settings.update(_request_settings_data(self))
         if hasattr(self, "script_value"):
             settings["script"] = self.script_value
         tools = {name: self.tools[name] for name in self.tool_names}
@@ -371,7 +437,7 @@ class RunForm(FlaskForm):
         parts = key.removeprefix("overrides.").split(".")
         if parts[0] == "tools":
             return _tool_error_field(self, parts)
-        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script"):
+        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script", *REQUEST_SETTINGS):
             return self[parts[0]]
         return None
 
@@ -379,7 +445,7 @@ class RunForm(FlaskForm):
 def run_form_class(tools, scripted):
     """A RunForm with one ToolSettingsForm per tool (fields named tools-NAME-KEY), as agent_form_class."""
     attributes = {"tools": _tools_field(tools), "tool_names": tuple(tools), "scripted": scripted}
-    return type("BoundRunForm", (RunForm,), attributes)
+    return type("BoundRunForm", (RunForm,), {**attributes, **_request_settings_fields(tools)})
 
 
 def run_form(agent, tools, message="", overrides=None, **kwargs):
@@ -404,6 +470,7 @@ def _run_form_data(agent, tools, message):
         "message": message,
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
+        **_request_settings_form_data(agent),
         "script": json.dumps(agent.get("script", []), indent=2, ensure_ascii=False),
         "tools": _tools_form_data(agent, tools),
     }
