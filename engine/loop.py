@@ -123,7 +123,8 @@ class _Run:
                 self.rounds_used += 1
                 round_ = self.tool_round(round_, response)
             self.rounds.append(round_)
-            self.emit({"type": "round", "round": round_.to_json()})
+            if self.on_event is not None:  # a round's JSON is not free: build it only for a listener
+                self.emit({"type": "round", "round": round_.to_json()})
 
     def ask(self, tools):
         """One request: the round it starts, its call ids repaired and its answer in the transcript; None when
