@@ -116,6 +116,17 @@ def _one_line(value, limit=None):
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _round_facts(round_):
+    facts = []
+    if round_.get("finish_reason"):
+        facts.append(f"finish reason {round_['finish_reason']}")
+    if round_.get("usage"):
+        facts.append(run_texts.usage_text(round_["usage"]))
+    if round_.get("latency_ms") is not None:
+        facts.append(f"{round_['latency_ms']:.1f} ms")
+    return " · ".join(facts)
+
+
 def format_run(run):
     """The run as text for a terminal: a header, each round with its calls, then the answer and the counts."""
     agent = run.get("agent") or {}
@@ -130,25 +141,37 @@ def format_run(run):
         lines += ["", f"Round {round_['number']} — tools offered: {offered}"]
         content = round_["assistant"]["content"]
         lines.append(f"  The model said: {_one_line(content) if content else '(no text)'}")
+        facts = _round_facts(round_)
+        if facts:
+            lines.append(f"  {facts}")
         rejected = sum(1 for call in round_["calls"] if call["status"] == "rejected")
         if round_["calls"] and rejected == len(round_["calls"]):
             lines.append(f"  All {rejected} call(s) rejected — nothing executed")
         for call in round_["calls"]:
             status = run_texts.status_text(call["status"]).upper()
             reason = f" ({run_texts.reason_text(call['reason'])})" if call["reason"] else ""
-            lines.append(f"  [{status}] {call['id']} {call['name']} {_one_line(call['arguments'])}{reason}")
+            repaired = " (id repaired)" if call.get("original_id") is not None else ""
+            lines.append(f"  [{status}] {call['id']}{repaired} {call['name']} {_one_line(call['arguments'])}{reason}")
             sent = call["output"] if call["status"] == "executed" else call["message"]
             lines.append(f"      → {_one_line(sent or '', OUTPUT_PREVIEW)}")
         if round_.get("reminder"):
             lines.append(f"  Reminder sent: {round_['reminder']}")
     lines.append("")
     if run["stop_reason"] == "error":
+        if run.get("model_requests", 0) > len(run["rounds"]):
+            lines.append(f"Request {run['model_requests']} failed.")
         lines.append(f"Error: {run.get('error')}")
     else:
         lines.append(f"Answer: {run['answer'] or ''}")
+        if run["stop_reason"] in run_texts.CUT_OFF_TEXTS:
+            lines.append(run_texts.CUT_OFF_TEXTS[run["stop_reason"]])
     lines.append(
         f"Stop reason: {run_texts.stop_reason_text(run)} · rounds used {run['rounds_used']} of {run['max_rounds']}"
         f" · {run['tool_calls']} call(s) executed, {run['rejected_calls']} rejected · {run['duration_ms']:.1f} ms"
+    )
+    lines.append(
+        f"Model requests: {run.get('model_requests', len(run['rounds']))} · "
+        f"{run_texts.usage_text(run.get('usage')) or 'no token usage reported'}"
     )
     if run.get("sources"):
         lines.append("Sources: " + "; ".join(f"{source['title']} ({source['id']})" for source in run["sources"]))
@@ -181,7 +204,7 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
             overrides,
             registry=tool_registry(),
             environ=current_app.config.get("MODEL_ENVIRON"),
-            http_client=current_app.config.get("MODEL_HTTP_CLIENT"),
+            transport=current_app.config.get("MODEL_TRANSPORT"),
         )
     except NotFound as error:
         raise click.ClickException(str(error)) from None

@@ -1,7 +1,14 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, engine_loop, gate_scaling, history, web
+from . import concurrency, engine_loop, gate_scaling, history, import_time, web
 
-for report in (engine_loop.report, gate_scaling.report, web.report, concurrency.report, history.report):
+for report in (
+    engine_loop.report,
+    import_time.report,
+    gate_scaling.report,
+    web.report,
+    concurrency.report,
+    history.report,
+):
     report()
     print()

@@ -41,8 +41,10 @@ def done(message, endpoint, **values):
 def save_posted(form, save, *args):
     """A create or edit form's POST: the form's own checks, then `save(*args)`, a store function whose
     ValidationError is put beside the fields. Returns (the saved row, no messages), or (None, the messages that
-    belong to no field) for the form to be shown again; a 404 if the row was deleted meanwhile."""
-    form.validate()
+    belong to no field) for the form to be shown again; a 404 if the row was deleted meanwhile. Nothing is saved
+    while the form's own checks fail."""
+    if not form.validate():
+        return None, []
     try:
         return save(*args), []
     except ValidationError as error:

@@ -32,11 +32,13 @@ from engine.config import (
     AGENT_DEFAULTS,
     MAX_CALLS_PER_RUN_LIMIT,
     MAX_ROUNDS_LIMIT,
+    MAX_TOKENS_LIMIT,
     MESSAGE_MAX,
     SCRIPTED_PROVIDER,
     TOOL_SETTING_DEFAULTS,
     apply_overrides,
 )
+from store.providers import MAX_RETRIES_LIMIT
 
 ON_ROUND_CAP_CHOICES = [
     SelectChoice("final_answer", "Force a final answer (one more request without tools)"),
@@ -44,6 +46,7 @@ ON_ROUND_CAP_CHOICES = [
 ]
 # parallel_tool_calls in words, for the agent form's select and the agent's page.
 PARALLEL_TOOL_CALLS_LABELS = {None: "Provider default", True: "true", False: "false"}
+REQUEST_SETTINGS = ("tool_choice", "temperature", "top_p", "seed", "max_tokens")
 
 
 def _parallel_tool_calls_choice(value):
@@ -66,6 +69,65 @@ def _whole_number(value):
     """The posted text as an int when it is one; otherwise the text itself, so validation names the field."""
     text = (value or "").strip()
     return int(text) if re.fullmatch(r"-?\d{1,9}", text) else text
+
+
+def _optional_number(value):
+    """Empty is None (not sent); a number is a number; anything else stays text, so validation names the field."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    if re.fullmatch(r"-?\d{1,19}", text):
+        return int(text)
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def tool_choice_choices(tool_names):
+    return [
+        SelectChoice("auto", "Auto: the model decides"),
+        SelectChoice("required", "Required: some tool in every response"),
+        *(SelectChoice(name, f"Always {name} (when enabled)") for name in tool_names),
+    ]
+
+
+def _request_settings_fields(tool_names):
+    """The fields of what an agent sends with each request (SPEC §2), for the agent form and the run form."""
+    return {
+        "tool_choice": SelectField(
+            "Tool choice",
+            default="auto",
+            choices=tool_choice_choices(tool_names),
+            description="Sent as tool_choice with every request that offers tools, never without them. Some servers "
+            "(llama-cpp-python) offer no tools unless it says auto.",
+            validate_choice=False,
+        ),
+        "temperature": StringField(
+            "Temperature", description="0 to 2. Empty: not sent.", widget=NumberInput(min=0, max=2, step="any")
+        ),
+        "top_p": StringField(
+            "Top p", description="0 to 1. Empty: not sent.", widget=NumberInput(min=0, max=1, step="any")
+        ),
+        "seed": StringField("Seed", description="A whole number. Empty: not sent.", widget=NumberInput(step=1)),
+        "max_tokens": StringField(
+            "Max tokens",
+            description="1 to 1,000,000: the answer is cut off there (stop reason: truncated). Empty: not sent.",
+            widget=NumberInput(min=1, max=MAX_TOKENS_LIMIT),
+        ),
+    }
+
+
+def _request_settings_data(form):
+    settings = {key: _optional_number(form[key].data) for key in REQUEST_SETTINGS if key != "tool_choice"}
+    return {"tool_choice": form.tool_choice.data or "auto", **settings}
+
+
+def _request_settings_form_data(agent):
+    values = {key: agent[key] for key in REQUEST_SETTINGS}
+    return {
+        key: value if key == "tool_choice" else "" if value is None else str(value) for key, value in values.items()
+    }
 
 
 def _parse_script(text):
@@ -273,6 +335,7 @@ class AgentForm(FlaskForm):
             "parallel_tool_calls": PARALLEL_TOOL_CALLS_VALUES.get(
                 self.parallel_tool_calls.data, self.parallel_tool_calls.data
             ),
+            **_request_settings_data(self),
             "tools": tools,
             "script": getattr(self, "script_value", []),
             "revision": _whole_number(self.revision.data),
@@ -291,7 +354,8 @@ class AgentForm(FlaskForm):
 def agent_form_class(tools):
     """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY); `tools` maps the
     names to the JSON Schemas of their arguments (ToolRegistry.parameters_by_name())."""
-    return type("BoundAgentForm", (AgentForm,), {"tools": _tools_field(tools), "tool_names": tuple(tools)})
+    attributes = {"tools": _tools_field(tools), "tool_names": tuple(tools), **_request_settings_fields(tools)}
+    return type("BoundAgentForm", (AgentForm,), attributes)
 
 
 def agent_form(tools, provider_choices, agent=None, **kwargs):
@@ -323,6 +387,7 @@ def agent_to_form_data(agent, tools):
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
         "max_rounds_message": agent["max_rounds_message"],
+        **_request_settings_form_data(agent),
         "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
         "revision": str(agent["revision"]),
         "tools": _tools_form_data(agent, tools),
@@ -357,8 +422,10 @@ class RunForm(FlaskForm):
 
     def run_settings(self):
         """The posted settings in the JSON form, for engine.config.overrides_between: the round cap and, when it
-        was read, the script; every offered tool's settings, None for the tools left unticked."""
+        was read, the script; the request settings; every offered tool's settings, None for the tools left
+        unticked."""
         settings = {"max_rounds": _whole_number(self.max_rounds.data), "on_round_cap": self.on_round_cap.data}
+        settings.update(_request_settings_data(self))
         if hasattr(self, "script_value"):
             settings["script"] = self.script_value
         tools = {name: self.tools[name] for name in self.tool_names}
@@ -370,7 +437,7 @@ class RunForm(FlaskForm):
         parts = key.removeprefix("overrides.").split(".")
         if parts[0] == "tools":
             return _tool_error_field(self, parts)
-        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script"):
+        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script", *REQUEST_SETTINGS):
             return self[parts[0]]
         return None
 
@@ -378,7 +445,7 @@ class RunForm(FlaskForm):
 def run_form_class(tools, scripted):
     """A RunForm with one ToolSettingsForm per tool (fields named tools-NAME-KEY), as agent_form_class."""
     attributes = {"tools": _tools_field(tools), "tool_names": tuple(tools), "scripted": scripted}
-    return type("BoundRunForm", (RunForm,), attributes)
+    return type("BoundRunForm", (RunForm,), {**attributes, **_request_settings_fields(tools)})
 
 
 def run_form(agent, tools, message="", overrides=None, **kwargs):
@@ -403,9 +470,24 @@ def _run_form_data(agent, tools, message):
         "message": message,
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
+        **_request_settings_form_data(agent),
         "script": json.dumps(agent.get("script", []), indent=2, ensure_ascii=False),
         "tools": _tools_form_data(agent, tools),
     }
+
+
+def _parse_json_object(label, text):
+    """A JSON object typed into a textarea (empty is `{}`); a ValidationError says where it is not JSON."""
+    try:
+        return json.loads((text or "").strip() or "{}")
+    except json.JSONDecodeError as error:
+        raise ValidationError(
+            f"{label} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+        ) from None
+
+
+def _json_text(value):
+    return json.dumps(value, indent=2, ensure_ascii=False) if value else ""
 
 
 class ProviderForm(FlaskForm):
@@ -422,10 +504,42 @@ class ProviderForm(FlaskForm):
     api_key_env = StringField(
         "API key environment variable",
         default="OPENAI_API_KEY",
-        description="The name of the environment variable that holds the key, not the key itself.",
+        description="The name of the environment variable that holds the key, not the key itself. Leave empty for "
+        "a server that takes no key (a local Ollama or llama.cpp).",
     )
     default_model = StringField("Default model", description="Used when an agent names no model.")
-    timeout = StringField("Timeout (seconds)", default="60", widget=NumberInput(min=1, step="any"))
+    timeout = StringField(
+        "Timeout (seconds)",
+        default="60",
+        description="The longest one request may take, retries included: a slow or trickling answer is cut off at "
+        "this deadline.",
+        widget=NumberInput(min=1, step="any"),
+    )
+    max_retries = StringField(
+        "Retries",
+        default="2",
+        description="0 to 10. A 429 or 5xx answer, or a failed connection, is asked again after a growing wait, or "
+        "the wait the server's Retry-After asks for; never past the timeout.",
+        widget=NumberInput(min=0, max=MAX_RETRIES_LIMIT),
+    )
+    headers = TextAreaField(
+        "Extra headers (JSON)",
+        description='Sent with every request, e.g. {"X-Team": "search"} for a gateway that routes on it. Not for the '
+        "key: it comes from the environment variable.",
+        render_kw={"rows": 3, "spellcheck": "false"},
+    )
+    extra_body = TextAreaField(
+        "Extra body fields (JSON)",
+        description='Merged into every request body, e.g. {"top_k": 20} or {"metadata": {"app": "toolgate"}}. Model, '
+        "messages, tools and the sampling settings come from the agent.",
+        render_kw={"rows": 3, "spellcheck": "false"},
+    )
+
+    def validate_headers(self, field):
+        _parse_json_object(field.label.text, field.data)
+
+    def validate_extra_body(self, field):
+        _parse_json_object(field.label.text, field.data)
 
     def provider_data(self, provider_id):
         timeout_text = (self.timeout.data or "").strip()
@@ -433,17 +547,35 @@ class ProviderForm(FlaskForm):
             timeout = float(timeout_text)
         except ValueError:
             timeout = timeout_text
-        return {
+        data = {
             "id": provider_id,
             "label": (self.label.data or "").strip(),
             "base_url": (self.base_url.data or "").strip(),
             "api_key_env": (self.api_key_env.data or "").strip(),
             "default_model": (self.default_model.data or "").strip(),
             "timeout": timeout,
+            "max_retries": _whole_number(self.max_retries.data),
         }
+        for name in ("headers", "extra_body"):
+            try:
+                data[name] = _parse_json_object(name, self[name].data)
+            except ValidationError:
+                data[name] = self[name].data  # validate_headers has said why; the store refuses it too
+        return data
 
     def field_for(self, key):
         return self[key] if key in self and key != "csrf_token" else None
+
+
+def provider_to_form_data(provider):
+    """A stored connection as the form's data, for editing."""
+    return {
+        **provider,
+        "timeout": f"{provider['timeout']:g}",
+        "max_retries": str(provider["max_retries"]),
+        "headers": _json_text(provider["headers"]),
+        "extra_body": _json_text(provider["extra_body"]),
+    }
 
 
 class DocumentForm(FlaskForm):

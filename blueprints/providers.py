@@ -1,10 +1,12 @@
 """Provider connections (SPEC §7): any OpenAI-compatible server. The API key is read from the environment
-variable a connection names; it is never stored nor shown, the page only says whether the variable is set."""
+variable a connection names; it is never stored nor shown, the page only says whether the variable is set.
+"Test connection" sends one tiny request through the saved connection and says what came back."""
 
-from flask import Blueprint, abort, render_template, request
+from flask import Blueprint, abort, current_app, render_template, request
 
 from blueprints import done, forms, get_or_404, save_posted
 from engine.config import machine_name
+from engine.providers import ProviderError, check_connection
 from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import providers as provider_store
@@ -21,8 +23,18 @@ def list_providers():
     return render_template("providers/list.html", providers=providers)
 
 
-def _render_form(form, provider=None, status=200, form_errors=()):
-    return render_template("providers/form.html", form=form, provider=provider, form_errors=form_errors), status
+def _render_form(form, provider=None, status=200, form_errors=(), check=None):
+    return (
+        render_template(
+            "providers/form.html",
+            form=form,
+            provider=provider,
+            form_errors=form_errors,
+            check_form=forms.DeleteForm(),
+            check=check,
+        ),
+        status,
+    )
 
 
 @bp.route("/providers/new", methods=["GET", "POST"])
@@ -42,7 +54,7 @@ def edit_provider(provider_id):
     db = get_db()
     provider = get_or_404(provider_store.get_provider, db, provider_id)
     if request.method == "GET":
-        form = forms.ProviderForm(data={**provider, "timeout": f"{provider['timeout']:g}"})
+        form = forms.ProviderForm(data=forms.provider_to_form_data(provider))
         return _render_form(form, provider=provider)
     form = forms.ProviderForm()
     data = form.provider_data(provider_id)
@@ -50,6 +62,27 @@ def edit_provider(provider_id):
     if saved is None:
         return _render_form(form, provider=provider, status=400, form_errors=form_errors)
     return done(f'Saved the provider connection "{saved["label"]}".', "providers.list_providers")
+
+
+@bp.post("/providers/<provider_id>/test")
+def check_provider(provider_id):
+    provider = get_or_404(provider_store.get_provider, get_db(), provider_id)
+    if not forms.DeleteForm().validate_on_submit():
+        abort(400)
+    try:
+        response, latency_ms = check_connection(
+            provider,
+            environ=current_app.config.get("MODEL_ENVIRON"),
+            transport=current_app.config.get("MODEL_TRANSPORT"),
+        )
+    except ProviderError as error:
+        check = {"error": str(error)}
+    else:
+        check = {"answer": response.content or "(no text)", "latency_ms": latency_ms, "usage": response.usage}
+    if request.headers.get("HX-Request") == "true":
+        return render_template("providers/_connection_check.html", check=check)
+    form = forms.ProviderForm(data=forms.provider_to_form_data(provider))
+    return _render_form(form, provider=provider, check=check)
 
 
 @bp.route("/providers/<provider_id>/delete", methods=["GET", "POST"])

@@ -5,10 +5,19 @@ STOP_REASON_TEXTS = {
     "return_directly": "Returned directly",
     "tools_disabled": "Tools disabled",
     "error": "Error",
+    "truncated": "Truncated: the answer was cut off at the token limit",
+    "content_filter": "Stopped by the provider's content filter",
 }
+# Under an answer the provider cut off: the partial text is the answer, and says so.
+CUT_OFF_TEXTS = {
+    "truncated": "Cut off: the model reached its token limit (finish reason length) before it finished.",
+    "content_filter": "Cut off: the provider's content filter stopped the answer (finish reason content_filter).",
+}
+ERROR_PREVIEW_CHARS = 500  # of a provider's error, shown before "the rest of the error"
 ROUND_CAP_FORCED = "Round cap reached — forced answer without tools"
 ROUND_CAP_MESSAGE = "Stopped at the round cap"
 ROUND_CAP_LABEL = "Round cap reached"
+STOP_REASON_LABELS = {"truncated": "Truncated", "content_filter": "Content filter"}
 REASON_TEXTS = {
     "unknown_tool": "Unknown tool",
     "invalid_arguments": "Invalid arguments",
@@ -38,7 +47,17 @@ def stop_reason_label(reason):
     """A stop reason in words without a run at hand (filters, lists)."""
     if reason == "round_cap":
         return ROUND_CAP_LABEL
-    return STOP_REASON_TEXTS.get(reason, reason)
+    return STOP_REASON_LABELS.get(reason) or STOP_REASON_TEXTS.get(reason, reason)
+
+
+def usage_text(usage):
+    """A run's or a round's token usage in words; None when the provider reported none."""
+    if not usage:
+        return None
+    return (
+        f"{usage['total_tokens']:,} tokens ({usage['prompt_tokens']:,} prompt, "
+        f"{usage['completion_tokens']:,} completion)"
+    )
 
 
 def reason_text(reason):

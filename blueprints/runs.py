@@ -13,7 +13,7 @@ from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, t
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
-from store import NotFound, run_execution
+from store import NotFound, run_execution, run_usage
 from store import agents as agent_store
 from store import runs as run_store
 from store.db import get_db
@@ -41,6 +41,9 @@ def run_text_helpers():
         "stop_reason_label": run_texts.stop_reason_label,
         "reason_text": run_texts.reason_text,
         "status_text": run_texts.status_text,
+        "usage_text": run_texts.usage_text,
+        "cut_off_texts": run_texts.CUT_OFF_TEXTS,
+        "error_preview": run_texts.ERROR_PREVIEW_CHARS,
     }
 
 
@@ -49,7 +52,7 @@ def run_options():
     return {
         "registry": tool_registry(),
         "environ": current_app.config.get("MODEL_ENVIRON"),
-        "http_client": current_app.config.get("MODEL_HTTP_CLIENT"),
+        "transport": current_app.config.get("MODEL_TRANSPORT"),
     }
 
 
@@ -140,8 +143,10 @@ def list_runs():
     agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
     before, after = keyset_ids_or_400()
     page = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after)
+    tokens = run_usage.total_tokens_by_run(db, [run["id"] for run in page.rows])
     return render_template(
         "runs/list.html",
+        tokens=tokens,
         page=page,
         agent_id=agent_id,
         stop_reason=stop_reason,

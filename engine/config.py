@@ -6,6 +6,7 @@ version needs no migration when a setting is added.
 """
 
 import copy
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ DESCRIPTION_MAX = 2_000
 SYSTEM_PROMPT_MAX = 100_000
 MESSAGE_MAX = 10_000
 MAX_CALLS_PER_RUN_LIMIT = 10_000
+TOOL_CHOICE_MODES = ("auto", "required")
+MAX_TOKENS_LIMIT = 1_000_000
+SEED_LIMIT = 2**63  # a signed 64-bit integer, what OpenAI accepts
 
 TOOL_SETTING_DEFAULTS = MappingProxyType(
     {
@@ -55,6 +59,11 @@ AGENT_DEFAULTS = MappingProxyType(
         "on_round_cap": "final_answer",
         "max_rounds_message": "",
         "parallel_tool_calls": None,
+        "tool_choice": "auto",
+        "temperature": None,
+        "top_p": None,
+        "seed": None,
+        "max_tokens": None,
         "tools": {},
         "script": [],
         "revision": 1,
@@ -118,6 +127,11 @@ class AgentConfig:
     on_round_cap: str = "final_answer"
     max_rounds_message: str = ""
     parallel_tool_calls: bool | None = None
+    tool_choice: str = "auto"
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
     tools: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     script: tuple = ()
     revision: int = 1
@@ -161,6 +175,32 @@ def _check_int(errors, name, value, low, high):
         errors[name] = f"must be a whole number from {low} to {high}"
     elif not low <= value <= high:
         errors[name] = f"must be from {low} to {high} (got {value})"
+
+
+def _check_optional_number(errors, name, value, low, high):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        errors[name] = f"must be empty (null) or a number from {low} to {high}"
+    elif not low <= value <= high:
+        errors[name] = f"must be from {low} to {high} (got {value})"
+
+
+def _check_request_settings(errors, agent):
+    """What the agent sends with each request besides the messages and tools (SPEC §2)."""
+    tool_choice = agent["tool_choice"]
+    if tool_choice not in TOOL_CHOICE_MODES and not (
+        isinstance(tool_choice, str) and isinstance(agent["tools"], dict) and tool_choice in agent["tools"]
+    ):
+        not_enabled = f' ("{tool_choice}" is not enabled)' if isinstance(tool_choice, str) and tool_choice else ""
+        errors["tool_choice"] = f'must be "auto", "required" or the name of an enabled tool{not_enabled}'
+    _check_optional_number(errors, "temperature", agent["temperature"], 0, 2)
+    _check_optional_number(errors, "top_p", agent["top_p"], 0, 1)
+    if agent["seed"] is not None and not (_is_int(agent["seed"]) and -SEED_LIMIT <= agent["seed"] < SEED_LIMIT):
+        errors["seed"] = "must be empty (null) or a whole number (a signed 64-bit integer)"
+    max_tokens = agent["max_tokens"]
+    if max_tokens is not None and not (_is_int(max_tokens) and 1 <= max_tokens <= MAX_TOKENS_LIMIT):
+        errors["max_tokens"] = f"must be empty (null) or a whole number from 1 to {MAX_TOKENS_LIMIT:,}"
 
 
 def _check_tool_settings(errors, tool_name, settings, known_tools):
@@ -269,6 +309,7 @@ def validate_agent(data, known_tools=None):
         errors["on_round_cap"] = f"must be one of: {', '.join(ON_ROUND_CAP_CHOICES)}"
     if agent["parallel_tool_calls"] is not None and not isinstance(agent["parallel_tool_calls"], bool):
         errors["parallel_tool_calls"] = "must be true, false or null"
+    _check_request_settings(errors, agent)
     if not _is_int(agent["revision"]) or agent["revision"] < 1:
         errors["revision"] = "must be a whole number of at least 1"
     if not isinstance(agent["tools"], dict):
@@ -364,5 +405,7 @@ def build_config(agent):
 def load_agent(agent, overrides=None, known_tools=None):
     """Validate, apply overrides, validate the result: the config one run uses, and the merged JSON form."""
     base = validate_agent(agent, known_tools)
+    if overrides in (None, {}):  # the validated agent is already the run's: no second copy to check
+        return build_config(base), base
     merged = validate_agent(apply_overrides(base, overrides), known_tools)
     return build_config(merged), merged

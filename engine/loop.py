@@ -11,9 +11,11 @@ from collections import Counter
 from dataclasses import replace
 
 from . import texts
+from .call_ids import repair_call_ids
 from .config import MESSAGE_MAX, ValidationError, load_agent
 from .gate import TOOLS_DISABLED, call_key, reject_without_tools, restriction_log_message, review_calls
 from .providers import ProviderError, model_for_agent
+from .redaction import redact
 from .tools import ToolError, default_registry
 from .tools.context import RunContext
 from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, store_for
@@ -28,8 +30,12 @@ ANSWERED = "answered"
 ROUND_CAP = "round_cap"
 RETURN_DIRECTLY = "return_directly"
 ERROR = "error"
+TRUNCATED = "truncated"
+CONTENT_FILTER = "content_filter"
 TOOL_ERROR = "tool_error"
-STOP_REASONS = (ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR)
+STOP_REASONS = (ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR, TRUNCATED, CONTENT_FILTER)
+# An answer the provider cut off ends the run, its partial text the answer (SPEC §4).
+CUT_OFF_STOP_REASONS = {"length": TRUNCATED, "content_filter": CONTENT_FILTER}
 
 
 def _tool_output_text(output):
@@ -52,6 +58,9 @@ class _Run:
         self.rounds = []
         self.log = []
         self.rounds_used = 0
+        self.model_requests = 0
+        self.call_ids = set()  # every tool call id the transcript holds, for repairing repeated ones
+        self.secret = None  # the provider's API key, redacted from what the run records
         self.calls_so_far = Counter()  # calls per tool that ran (executed or raised), for max_calls_per_run
         self.identical_so_far = Counter()  # the same, per gate.call_key, for max_identical_calls
         self.artifacts = []  # use_artifacts outputs, as RunRecord.artifacts
@@ -62,9 +71,10 @@ class _Run:
 
     def emit(self, event):
         if self.on_event is not None:
-            self.on_event(event)
+            self.on_event(redact(event, self.secret))
 
     def write_log(self, level, kind, message):
+        message = redact(message, self.secret)
         entry = {"level": level, "kind": kind, "agent_id": self.config.id, "message": message}
         self.log.append(entry)
         logger.log(logging.ERROR if level == "error" else logging.WARNING, message)
@@ -98,22 +108,13 @@ class _Run:
                 break
             offer = bool(self.config.tools) and self.rounds_used < cap
             tools = self.tool_schemas() if offer else None
-            try:
-                response = self.model.complete(self.messages, tools, self.config.parallel_tool_calls)
-            except ProviderError as error:
-                self.error = str(error)
-                self.write_log("error", "provider_error", f'The agent "{self.config.id}" stopped: {error}')
-                self.finish(ERROR, None)
+            round_ = self.ask(tools)
+            if round_ is None:
                 break
-            self.append_assistant_message(response)
-            offered = tuple(tool["function"]["name"] for tool in tools) if tools else None
-            round_ = Round(
-                number=len(self.rounds) + 1,
-                tools_offered=offered,
-                response=response,
-                tools_sent=tuple(tools) if tools else None,
-            )
-            if not response.tool_calls:
+            response = round_.response
+            if not response.tool_calls and response.finish_reason in CUT_OFF_STOP_REASONS:
+                self.finish(CUT_OFF_STOP_REASONS[response.finish_reason], response.content or "")
+            elif not response.tool_calls:
                 round_ = self.after_answer(round_, response, offered=offer)
             elif not offer:
                 round_ = self.answer_tool_calls(round_, reject_without_tools(response.tool_calls))
@@ -122,14 +123,38 @@ class _Run:
                 self.rounds_used += 1
                 round_ = self.tool_round(round_, response)
             self.rounds.append(round_)
-            self.emit({"type": "round", "round": round_.to_json()})
+            if self.on_event is not None:  # a round's JSON is not free: build it only for a listener
+                self.emit({"type": "round", "round": round_.to_json()})
+
+    def ask(self, tools):
+        """One request: the round it starts, its call ids repaired and its answer in the transcript; None when
+        the provider failed (the run has ended with the error)."""
+        self.model_requests += 1
+        started = time.perf_counter()
+        try:
+            response = self.model.complete(self.messages, tools, self.config.parallel_tool_calls)
+        except ProviderError as error:
+            self.error = redact(str(error), self.secret)
+            self.write_log("error", "provider_error", f'The agent "{self.config.id}" stopped: {self.error}')
+            self.finish(ERROR, None)
+            return None
+        latency_ms = (time.perf_counter() - started) * 1000
+        number = len(self.rounds) + 1
+        if response.tool_calls:
+            response = replace(response, tool_calls=repair_call_ids(response.tool_calls, number, self.call_ids))
+        self.append_assistant_message(response)
+        offered = tuple(tool["function"]["name"] for tool in tools) if tools else None
+        return Round(
+            number=number,
+            tools_offered=offered,
+            response=response,
+            tools_sent=tuple(tools) if tools else None,
+            latency_ms=latency_ms,
+        )
 
     def append_assistant_message(self, response):
-        # Without tool calls, OpenAI refuses an assistant message whose content is null.
-        assistant = {
-            "role": "assistant",
-            "content": response.content if response.tool_calls else response.content or "",
-        }
+        # Never null: OpenAI refuses it without tool calls, and some servers (llama.cpp's) with them.
+        assistant = {"role": "assistant", "content": response.content or ""}
         if response.tool_calls:
             assistant["tool_calls"] = [call.to_message() for call in response.tool_calls]
         self.messages.append(assistant)
@@ -257,6 +282,7 @@ class _Run:
             log=tuple(self.log),
             duration_ms=duration_ms,
             artifacts=tuple(self.artifacts),
+            model_requests=self.model_requests,
         )
 
 
@@ -270,7 +296,7 @@ def run_agent(
     on_event=None,
     registry=None,
     environ=None,
-    http_client=None,
+    transport=None,
     model=None,
 ):
     """Drive one user message through the loop and return the run.
@@ -278,7 +304,7 @@ def run_agent(
     agent: the agent's JSON form (SPEC §2–3; `script` for scripted agents). overrides: fields and tool settings
     merged over it for this run only. providers: provider connections by id. documents: the DocumentStore the
     documents tools read (default: the shipped sample corpus). on_event: called with each round and log entry.
-    environ, http_client: where API keys come from and the HTTP client underneath a real provider.
+    environ, transport: where API keys come from, and the httpx2 transport underneath a real provider's client.
     model: a ChatModel to use instead of the agent's provider (benchmarks and tests).
     Raises ValidationError (a ValueError) naming the field when the merged agent is invalid.
     """
@@ -291,11 +317,12 @@ def run_agent(
     started = time.perf_counter()
     run = _Run(config, merged, message, json.loads(json.dumps(overrides or {})), registry, None, documents, on_event)
     try:
-        run.model = model or model_for_agent(config, providers, environ, http_client)
+        run.model = model or model_for_agent(config, providers, environ, transport)
     except ProviderError as error:
         run.error = str(error)
         run.write_log("error", "provider_error", f'The agent "{config.id}" could not start: {error}')
         run.finish(ERROR, None)
     else:
+        run.secret = getattr(run.model, "secret", None)
         run.drive()
-    return run.record((time.perf_counter() - started) * 1000).to_json()
+    return redact(run.record((time.perf_counter() - started) * 1000).to_json(), run.secret)

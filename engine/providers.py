@@ -1,51 +1,149 @@
 """Chat models behind one interface, all through the official `openai` SDK (SPEC §7).
 
-A provider connection is a dict: `label`, `base_url`, `api_key_env` (the *name* of the environment variable
-holding the key), `default_model`, `timeout`, and optionally `max_retries` (default 0: a failed request ends
-the run at once, so `timeout` is the longest a run waits for one answer). The scripted model is the same
-client pointed at an in-process WSGI endpoint.
+A provider connection is a dict: `label`, `base_url`, `api_key_env` (the *name* of the environment variable that
+holds the key; empty for a server that takes none), `default_model`, `timeout` (the total deadline of one
+request, retries included), `max_retries` (429, 5xx and connection errors, retried with the SDK's back-off, which
+honours Retry-After), `headers` (extra request headers) and `extra_body` (merged into every request body). The
+scripted model is the same client pointed at an in-process WSGI endpoint.
+
+Each process keeps one openai client per connection, shared by every run and thread, so its connection pool
+keeps connections open from run to run; it is rebuilt when the connection (or its key) changes. The body goes out
+as plain JSON through `client.post`, the SDK's documented way to send a request as it is: it keeps the SDK's
+auth, retries, errors and response type, and skips the typed transform `chat.completions.create` runs over the
+whole transcript on every request. `openai` and `httpx2` are imported only once a model is needed.
 """
 
-import functools
+import json
 import os
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from urllib.parse import urlparse
 
-import httpx2
-import openai
-
+from .redaction import redact
 from .scripted import ScriptedModel
-from .types import ModelResponse, ToolCall
+from .types import USAGE_KEYS, ModelResponse, ToolCall
 
 SCRIPTED_BASE_URL = "http://scripted.toolgate.invalid/v1"
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+SCRIPTED_CLIENTS_KEPT = 64
+CONNECTION_CHECK_MESSAGE = "Reply with the single word OK."
+# The body fields Toolgate sends itself; a connection's extra_body may add any other.
+REQUEST_FIELDS = frozenset(
+    {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream"}
+    | {"temperature", "top_p", "seed", "max_tokens"}
+)
 
 
 class ProviderError(Exception):
-    """The model could not be asked or its answer could not be read; the text is shown to people."""
+    """The model could not be asked or its answer could not be read; the text is shown to people, key redacted."""
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """What an agent sends with every request besides the messages and the tools (SPEC §2)."""
+
+    tool_choice: str = "auto"
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+
+    @classmethod
+    def of(cls, config):
+        return cls(config.tool_choice, config.temperature, config.top_p, config.seed, config.max_tokens)
+
+    def sampling(self):
+        """The sampling fields that are set: each is sent only when it is not null."""
+        fields = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+    def tool_choice_field(self):
+        if self.tool_choice in ("auto", "required"):
+            return self.tool_choice
+        return {"type": "function", "function": {"name": self.tool_choice}}
 
 
 class ChatModel:
-    def __init__(self, client, model):
+    """One run's view of a shared client: the model name, the agent's request settings, the connection's extra
+    body, the request deadline, and the key to redact from whatever comes back."""
+
+    def __init__(self, client, model, settings=None, *, extra_body=None, timeout=None, headers=None, secret=None):
         self.client = client
         self.model = model
+        self.settings = settings or RequestSettings()
+        self.secret = secret
+        self.timeout = timeout
+        self._constant_fields = {**self.settings.sampling(), **(extra_body or {})}
+        self._options = {"security": {"bearer_auth": True}, "headers": headers or {}}
+
+    def request_body(self, messages, tools=None, parallel_tool_calls=None):
+        """The chat-completions body: tools, tool_choice and parallel_tool_calls only when tools are offered."""
+        body = {"model": self.model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = self.settings.tool_choice_field()
+            if parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = parallel_tool_calls
+        body.update(self._constant_fields)
+        return body
 
     def complete(self, messages, tools=None, parallel_tool_calls=None):
-        """Ask the model. Without tools, no `tools`, `tool_choice` nor `parallel_tool_calls` is sent."""
-        request = {"model": self.model, "messages": messages}
-        if tools:
-            request["tools"] = tools
-            if parallel_tool_calls is not None:
-                request["parallel_tool_calls"] = parallel_tool_calls
-        try:
-            completion = self.client.chat.completions.create(**request)
-        except openai.APITimeoutError:
-            raise ProviderError("The model did not answer in time (timeout).") from None
-        except openai.APIStatusError as error:
-            raise ProviderError(f"The model endpoint answered HTTP {error.status_code}: {_error_text(error)}") from None
-        except openai.APIConnectionError as error:
-            raise ProviderError(f"Could not reach the model endpoint: {error}") from None
-        except (openai.OpenAIError, ValueError, TypeError) as error:
-            raise ProviderError(f"The model's answer could not be read: {error}") from None
-        return _read_completion(completion)
+        """Ask the model; a ModelResponse, or ProviderError saying in words what happened to the request."""
+        import openai
+        from openai.types.chat import ChatCompletion
+
+        from .deadline import DeadlinePassed, request_budget
+
+        body = self.request_body(messages, tools, parallel_tool_calls)
+        with request_budget(self.timeout or DEFAULT_TIMEOUT) as budget:
+            try:
+                completion = self.client.post(
+                    "/chat/completions", body=body, cast_to=ChatCompletion, options=self._options
+                )
+            except DeadlinePassed:
+                raise self.error(f"The model did not answer within the {budget.seconds:g} s timeout", budget) from None
+            except openai.APITimeoutError:
+                raise self.error("The model did not answer in time (timeout)", budget) from None
+            except openai.APIStatusError as error:
+                text = f"The model endpoint answered HTTP {error.status_code}{_attempts(budget)}: {_error_text(error)}"
+                if budget.refused_wait is not None:
+                    text = f"{_sentence(text)} Not retried: {_refused_wait(budget)}"
+                raise self.error(text) from None
+            except openai.APIConnectionError as error:
+                reason = str(error.__cause__ or "") or str(error)
+                raise self.error(f"Could not reach the model endpoint{_attempts(budget)}: {reason}") from None
+            except (openai.OpenAIError, ValueError, TypeError) as error:
+                raise self.error(f"The model's answer could not be read: {error}") from None
+        return _read_completion(completion, self.secret)
+
+    def error(self, text, budget=None):
+        if budget is not None:
+            text += _attempts(budget, ", after")
+        return ProviderError(redact(_sentence(text), self.secret))
+
+
+def _refused_wait(budget):
+    timeout = f"the {budget.seconds:g} s timeout"
+    if budget.wait_was_asked:
+        return f"it asked to wait {budget.refused_wait:g} s, which would pass {timeout}"
+    return f"the next try, {budget.refused_wait:g} s later, would pass {timeout}"
+
+
+def _attempts(budget, before=" after"):
+    return f"{before} {budget.attempts} attempts" if budget.attempts > 1 else ""
+
+
+def _sentence(text):
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def _error_text(error):
@@ -54,75 +152,185 @@ def _error_text(error):
         nested = body.get("error")
         message = nested.get("message") if isinstance(nested, dict) else body.get("message")
         if message:
-            return str(message)
+            return str(message).strip()
+    if isinstance(body, str) and body:
+        return body
     return str(error.message)
 
 
-def _read_completion(completion):
+def _read_completion(completion, secret=None):
     choices = getattr(completion, "choices", None)
     if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
         raise ProviderError("The model's answer could not be read: it has no message.")
-    message = choices[0].message
+    choice = choices[0]
+    message = choice.message
+    tool_calls = getattr(message, "tool_calls", None) or []
+    if not isinstance(tool_calls, list):
+        raise ProviderError("The model's answer could not be read: its tool_calls are not a list.")
     calls = []
-    for number, call in enumerate(message.tool_calls or [], start=1):
+    for number, call in enumerate(tool_calls, start=1):
         function = getattr(call, "function", None)
-        if function is None or not getattr(function, "name", None):
+        name = getattr(function, "name", None)
+        if not isinstance(name, str) or not name:
             raise ProviderError(f"The model's answer could not be read: tool call {number} has no function name.")
-        calls.append(ToolCall(id=call.id or f"call_{number}", name=function.name, arguments=function.arguments or ""))
-    content = message.content if isinstance(message.content, str) else None
-    return ModelResponse(content=content, tool_calls=tuple(calls))
+        call_id = getattr(call, "id", None)
+        arguments = getattr(function, "arguments", None)
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) else "",
+                name=name,
+                arguments="" if arguments is None else redact(arguments, secret),
+            )
+        )
+    finish_reason = getattr(choice, "finish_reason", None)
+    return ModelResponse(
+        content=redact(_content_text(getattr(message, "content", None)), secret),
+        tool_calls=tuple(calls),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=_usage(getattr(completion, "usage", None)),
+    )
 
 
-def scripted_model(script, model="scripted"):
-    transport = httpx2.WSGITransport(app=ScriptedModel(script))
-    client = openai.OpenAI(
+def _content_text(content):
+    """The answer's text: a string, or a list of content parts read as their joined text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") if isinstance(part, dict) else getattr(part, "text", None) for part in content]
+        return "".join(text for text in texts if isinstance(text, str))
+    return None
+
+
+def _count(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _usage(usage):
+    """{"prompt_tokens", "completion_tokens", "total_tokens"}, or None when the answer did not say."""
+    prompt = _count(getattr(usage, "prompt_tokens", None))
+    completion = _count(getattr(usage, "completion_tokens", None))
+    if prompt is None or completion is None:
+        return None
+    total = _count(getattr(usage, "total_tokens", None))
+    return dict(zip(USAGE_KEYS, (prompt, completion, prompt + completion if total is None else total), strict=True))
+
+
+@lru_cache(maxsize=SCRIPTED_CLIENTS_KEPT)
+def _scripted_client(script_json):
+    import httpx2
+    import openai
+
+    transport = httpx2.WSGITransport(app=ScriptedModel(json.loads(script_json)))
+    return openai.OpenAI(
         api_key="scripted",
         base_url=SCRIPTED_BASE_URL,
         max_retries=0,
         http_client=httpx2.Client(transport=transport, base_url=SCRIPTED_BASE_URL),
     )
-    return ChatModel(client, model or "scripted")
 
 
-def connection_model(connection, model="", environ=None, http_client=None):
-    """A ChatModel for an OpenAI-compatible server. `http_client` lets tests put a transport underneath."""
+def scripted_model(script, model="scripted", settings=None):
+    """The scripted model for this script; the client behind it is shared by every run of the same script."""
+    return ChatModel(_scripted_client(json.dumps(script)), model or "scripted", settings)
+
+
+_clients_lock = threading.Lock()
+_connection_clients = {}  # connection id -> (what the client was built from, the client)
+
+
+def _no_key():
+    return ""
+
+
+def _connection_client(connection, api_key, timeout, max_retries, transport):
+    headers = dict(connection.get("headers") or {})
+    built_from = (connection.get("base_url"), api_key, timeout, max_retries, json.dumps(headers), transport)
+    with _clients_lock:
+        cached = _connection_clients.get(connection.get("id"))
+        if cached is not None and cached[0] == built_from:
+            return cached[1]
+        import httpx2
+        import openai
+
+        from .deadline import DeadlineTransport
+
+        network = transport or _network_transport(connection.get("base_url") or "")
+        client = openai.OpenAI(
+            api_key=api_key or _no_key,
+            base_url=connection.get("base_url") or None,
+            timeout=timeout,
+            max_retries=max_retries,
+            default_headers=headers,
+            http_client=httpx2.Client(
+                transport=DeadlineTransport(network, max_retries),
+                follow_redirects=True,
+            ),
+        )
+        _connection_clients[connection.get("id")] = (built_from, client)
+        return client
+
+
+def _network_transport(base_url):
+    """The transport to the server, through the proxy the environment names for it, as httpx2 itself would."""
+    import urllib.request
+
+    import httpx2
+
+    url = urlparse(base_url)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
+        return httpx2.HTTPTransport(proxy=proxy)
+    return httpx2.HTTPTransport()
+
+
+def connection_model(connection, model="", environ=None, transport=None, settings=None):
+    """A ChatModel for an OpenAI-compatible server. `transport` (an httpx2 transport) lets tests put one under it."""
     environ = os.environ if environ is None else environ
-    key_name = connection.get("api_key_env") or "OPENAI_API_KEY"
-    api_key = environ.get(key_name)
-    if not api_key:
-        raise ProviderError(f'The environment variable "{key_name}" that holds the API key is not set.')
+    label = connection.get("label", "")
+    key_name = connection.get("api_key_env", DEFAULT_KEY_VARIABLE)
+    api_key = environ.get(key_name) if key_name else None
+    if key_name and not api_key:
+        raise ProviderError(
+            f'The environment variable "{key_name}" that holds the API key is not set (leave the variable\'s name '
+            "empty on the provider connection if the server takes no key)."
+        )
     try:
         timeout = float(connection.get("timeout") or DEFAULT_TIMEOUT)
-        max_retries = int(connection.get("max_retries", 0))
+        max_retries = int(connection.get("max_retries", DEFAULT_MAX_RETRIES))
     except (TypeError, ValueError):
-        raise ProviderError(
-            f'The provider "{connection.get("label", "")}" has an invalid timeout or retry count.'
-        ) from None
-    base_url = connection.get("base_url") or None
-    if http_client is None:
-        client = _shared_client(api_key, base_url, timeout, max_retries)
-    else:
-        client = openai.OpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries, http_client=http_client
-        )
+        raise ProviderError(f'The provider "{label}" has an invalid timeout or retry count.') from None
     chosen = model or connection.get("default_model") or ""
     if not chosen:
-        raise ProviderError(f'No model is set for the provider "{connection.get("label", "")}" or the agent.')
-    return ChatModel(client, chosen)
+        raise ProviderError(f'No model is set for the provider "{label}" or the agent.')
+    import openai
+
+    client = _connection_client(connection, api_key, timeout, max_retries, transport)
+    return ChatModel(
+        client,
+        chosen,
+        settings,
+        extra_body=connection.get("extra_body"),
+        timeout=timeout,
+        headers=None if api_key else {"Authorization": openai.omit},
+        secret=api_key,
+    )
 
 
-@functools.lru_cache(maxsize=64)
-def _shared_client(api_key, base_url, timeout, max_retries):
-    """One client per connection, shared by the runs that use it (the SDK's client is thread-safe): building one
-    costs tens of milliseconds of CPU, which runs in parallel would otherwise pay one after the other."""
-    return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)
-
-
-def model_for_agent(config, providers=None, environ=None, http_client=None):
+def model_for_agent(config, providers=None, environ=None, transport=None):
     """The ChatModel an agent talks to: its script, or the provider connection it names."""
+    settings = RequestSettings.of(config)
     if config.provider == "scripted":
-        return scripted_model(list(config.script), config.model)
+        return scripted_model(list(config.script), config.model, settings)
     connection = (providers or {}).get(config.provider)
     if connection is None:
         raise ProviderError(f'The provider connection "{config.provider}" does not exist.')
-    return connection_model(connection, config.model, environ, http_client)
+    return connection_model(connection, config.model, environ, transport, settings)
+
+
+def check_connection(connection, environ=None, transport=None):
+    """Send one tiny request through the connection, as a run would: the ModelResponse and the latency in ms.
+    Raises ProviderError saying what went wrong."""
+    model = connection_model(connection, environ=environ, transport=transport)
+    started = time.perf_counter()
+    response = model.complete([{"role": "user", "content": CONNECTION_CHECK_MESSAGE}])
+    return response, (time.perf_counter() - started) * 1000

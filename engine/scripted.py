@@ -8,6 +8,8 @@ It is a plain WSGI application, served in-process through `httpx2.WSGITransport`
 - An argument string may contain `{{CALL_ID}}`: it is replaced by the content of the tool message that
   answered that call id in the request (unknown ids are left as written). That lets a script place a
   component below the UUID that the previous placement returned.
+- Its usage is an estimate, as a real server reports it: a token for every 4 bytes of the request body and of
+  the reply.
 """
 
 import json
@@ -17,6 +19,7 @@ import time
 from . import texts
 
 REFERENCE = re.compile(r"\{\{\s*([A-Za-z0-9_\-.:]+)\s*\}\}")
+BYTES_PER_TOKEN = 4
 
 
 def default_call_id(response_number, call_number):
@@ -73,6 +76,10 @@ def scripted_reply(script, messages, tools_offered):
     return reply
 
 
+def _estimated_tokens(byte_count):
+    return -(-byte_count // BYTES_PER_TOKEN)
+
+
 def _arguments_text(arguments):
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
@@ -88,13 +95,16 @@ class ScriptedModel:
             return self._respond(start_response, "404 Not Found", {"error": {"message": "Not found."}})
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
-            body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+            raw_body = environ["wsgi.input"].read(length)
+            body = json.loads(raw_body or b"{}")
             messages = body["messages"]
             if not isinstance(messages, list) or not all(isinstance(message, dict) for message in messages):
                 raise TypeError("messages must be a list of objects")
         except (ValueError, KeyError, TypeError):
             return self._respond(start_response, "400 Bad Request", {"error": {"message": "Invalid request body."}})
         reply = scripted_reply(self.script, messages, bool(body.get("tools")))
+        prompt_tokens = _estimated_tokens(len(raw_body))
+        completion_tokens = _estimated_tokens(len(json.dumps(reply)))
         completion = {
             "id": f"scripted-{sum(1 for m in messages if m.get('role') == 'assistant') + 1}",
             "object": "chat.completion",
@@ -107,7 +117,11 @@ class ScriptedModel:
                     "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
         }
         return self._respond(start_response, "200 OK", completion)
 

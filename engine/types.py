@@ -15,6 +15,7 @@ class ToolCall:
     id: str
     name: str
     arguments: object  # the raw JSON string the model sent, or an already parsed value
+    original_id: str | None = None  # the id the model sent, when Toolgate had to replace it ("" for none)
 
     def parsed_arguments(self):
         """(value, error): the arguments as JSON, or why they are not a JSON object."""
@@ -50,7 +51,11 @@ class ToolCall:
 class ModelResponse:
     content: str | None
     tool_calls: tuple  # of ToolCall
+    finish_reason: str | None = None  # as the provider said: "stop", "tool_calls", "length", "content_filter", …
+    usage: dict | None = None  # {"prompt_tokens", "completion_tokens", "total_tokens"}, when the provider said
 
+
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 EXECUTED = "executed"
 REJECTED = "rejected"
@@ -81,6 +86,7 @@ class CallRecord:
     def to_json(self):
         return {
             "id": self.call.id,
+            "original_id": self.call.original_id,
             "name": self.call.name,
             "arguments": self.call.arguments_for_display(),
             "status": self.status,
@@ -104,6 +110,7 @@ class Round:
     calls: tuple = ()  # of CallRecord, in response order
     reminder: str | None = None  # the require_usage reminder appended after this response
     tools_sent: tuple | None = None  # the request's `tools` entries exactly as sent; None when it sent none
+    latency_ms: float | None = None  # how long the request took, retries included
 
     def progress_messages(self):
         """The progress messages of the tools that ran in this round, each once, in call order."""
@@ -125,6 +132,9 @@ class Round:
             },
             "calls": [call.to_json() for call in self.calls],
             "reminder": self.reminder,
+            "finish_reason": self.response.finish_reason,
+            "usage": self.response.usage,
+            "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
         }
 
 
@@ -147,10 +157,18 @@ class RunRecord:
     layout: tuple
     log: tuple
     duration_ms: float
+    model_requests: int  # every request sent, the one that failed included
     artifacts: tuple = ()  # {"placeholder", "tool", "number", "call_id", "round", "content"}, in the order kept
 
     def calls(self):
         return [call for round_ in self.rounds for call in round_.calls]
+
+    def usage(self):
+        """Token usage summed over the rounds that reported it; None when none did."""
+        reported = [round_.response.usage for round_ in self.rounds if round_.response.usage is not None]
+        if not reported:
+            return None
+        return {key: sum(usage[key] for usage in reported) for key in USAGE_KEYS}
 
     def to_json(self):
         calls = self.calls()
@@ -168,7 +186,8 @@ class RunRecord:
             "rejected_calls": sum(1 for call in calls if call.status == REJECTED),
             "rounds_used": self.rounds_used,
             "max_rounds": self.max_rounds,
-            "model_requests": len(self.rounds),
+            "model_requests": self.model_requests,
+            "usage": self.usage(),
             "sources": list(self.sources),
             "layout": list(self.layout),
             "log": list(self.log),

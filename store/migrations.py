@@ -165,6 +165,14 @@ def _history_indexes_and_counts(db):
     _create_counts_table(db, "log_counts", "log", "level")
 
 
+@migrations(name="0030_provider_request_options")
+def _add_provider_request_options(db):
+    # Retries, extra headers and extra body fields of a connection (SPEC §7); the two JSON objects as text.
+    db["providers"].add_column("max_retries", int, not_null_default=2)
+    db["providers"].add_column("headers", str, not_null_default="{}")
+    db["providers"].add_column("extra_body", str, not_null_default="{}")
+
+
 @migrations(name="0040_create_cases")
 def _create_cases(db):
     # Regression cases: `data` holds the case's JSON form but agent_id and name (its message, overrides, script,

@@ -1,20 +1,68 @@
 """Provider connections (SPEC §7): how to reach an OpenAI-compatible server. The API key itself is never
-stored: only the name of the environment variable that holds it."""
+stored: only the name of the environment variable that holds it (empty for a server that takes no key).
 
+`headers` and `extra_body` are JSON objects, stored as JSON text and read back as dicts."""
+
+import json
 import os
 import re
 from urllib.parse import urlparse
 
 from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
+from engine.providers import REQUEST_FIELDS
 
 from . import ValidationError, get_row, row_exists
 from .db import write_transaction
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+HEADER_NAME_PATTERN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+# Toolgate sets these itself: the key comes from the environment variable, never from a stored header.
+RESERVED_HEADERS = ("authorization", "content-type", "content-length", "host")
 URL_MAX = 2_000
 TIMEOUT_MAX = 3_600
-PROVIDER_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "default_model": "", "timeout": 60.0}
-FIELDS = ("id", "label", "base_url", "api_key_env", "default_model", "timeout")
+MAX_RETRIES_LIMIT = 10
+JSON_OPTION_MAX = 10_000  # characters of `headers` or `extra_body` as JSON
+JSON_OPTIONS = ("headers", "extra_body")
+PROVIDER_DEFAULTS = {
+    "api_key_env": "OPENAI_API_KEY",
+    "default_model": "",
+    "timeout": 60.0,
+    "max_retries": 2,
+    "headers": {},
+    "extra_body": {},
+}
+FIELDS = ("id", "label", "base_url", "api_key_env", "default_model", "timeout", "max_retries", "headers", "extra_body")
+
+
+def _check_json_option(errors, name, value):
+    if not isinstance(value, dict):
+        errors[name] = "must be a JSON object"
+    elif len(json.dumps(value)) > JSON_OPTION_MAX:
+        errors[name] = f"must be at most {JSON_OPTION_MAX:,} characters as JSON"
+
+
+def _header_error(name, value):
+    if not HEADER_NAME_PATTERN.match(name):
+        return f'must name headers with letters, digits and - _ . ! # $ % & \' * + ^ ` | ~ (not "{name}")'
+    if name.lower() in RESERVED_HEADERS:
+        return f'may not set "{name}": Toolgate sets it (the API key comes from the environment variable)'
+    if not isinstance(value, str) or not (value.isascii() and value.isprintable()):
+        return f'must give "{name}" a text value of printable ASCII characters on one line'
+    return None
+
+
+def _check_headers(errors, headers):
+    problems = [problem for problem in (_header_error(name, value) for name, value in headers.items()) if problem]
+    if problems:
+        errors["headers"] = problems[0]
+
+
+def _check_extra_body(errors, extra_body):
+    managed = [key for key in extra_body if key in REQUEST_FIELDS]
+    if managed:
+        errors["extra_body"] = (
+            f"may not set {', '.join(managed)}: Toolgate sends those itself (set them on the agent instead)"
+        )
 
 
 def validate_provider(data):
@@ -38,28 +86,47 @@ def validate_provider(data):
     elif len(base_url) > URL_MAX:
         errors["base_url"] = f"must be at most {URL_MAX:,} characters"
     api_key_env = provider["api_key_env"]
-    if not isinstance(api_key_env, str) or not ENV_NAME_PATTERN.match(api_key_env):
-        errors["api_key_env"] = "must be an environment variable name: letters, digits and underscores"
+    if not isinstance(api_key_env, str) or (api_key_env and not ENV_NAME_PATTERN.match(api_key_env)):
+        errors["api_key_env"] = (
+            "must be an environment variable name (letters, digits and underscores), or empty for no key"
+        )
     check_text(errors, provider, "default_model", LABEL_MAX)
     timeout = provider["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= TIMEOUT_MAX:
         errors["timeout"] = f"must be a number of seconds above 0 and at most {TIMEOUT_MAX:,}"
+    max_retries = provider["max_retries"]
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or not 0 <= max_retries <= MAX_RETRIES_LIMIT:
+        errors["max_retries"] = f"must be a whole number from 0 to {MAX_RETRIES_LIMIT}"
+    for name in JSON_OPTIONS:
+        _check_json_option(errors, name, provider[name])
+    if "headers" not in errors:
+        _check_headers(errors, provider["headers"])
+    if "extra_body" not in errors:
+        _check_extra_body(errors, provider["extra_body"])
     if errors:
         raise ValidationError(errors)
     provider["timeout"] = float(timeout)
     return {key: provider[key] for key in FIELDS}
 
 
+def _to_row(provider):
+    return {**provider, **{name: json.dumps(provider[name]) for name in JSON_OPTIONS}}
+
+
+def _from_row(row):
+    return {**row, **{name: json.loads(row[name]) for name in JSON_OPTIONS}}
+
+
 def api_key_is_set(provider):
-    return bool(os.environ.get(provider["api_key_env"]))
+    return bool(provider["api_key_env"]) and bool(os.environ.get(provider["api_key_env"]))
 
 
 def list_providers(db):
-    return [dict(row) for row in db["providers"].rows_where(order_by="label COLLATE NOCASE, id")]
+    return [_from_row(row) for row in db["providers"].rows_where(order_by="label COLLATE NOCASE, id")]
 
 
 def get_provider(db, provider_id):
-    return get_row(db["providers"], provider_id, f'No provider connection with id "{provider_id}".')
+    return _from_row(get_row(db["providers"], provider_id, f'No provider connection with id "{provider_id}".'))
 
 
 def create_provider(db, data):
@@ -67,7 +134,7 @@ def create_provider(db, data):
     with write_transaction(db):
         if row_exists(db["providers"], provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
-        db["providers"].insert(provider)
+        db["providers"].insert(_to_row(provider))
     return get_provider(db, provider["id"])
 
 
@@ -75,7 +142,7 @@ def update_provider(db, provider_id, data):
     provider = validate_provider({**data, "id": provider_id})
     with write_transaction(db):
         get_provider(db, provider_id)
-        db["providers"].update(provider_id, provider)
+        db["providers"].update(provider_id, _to_row(provider))
     return get_provider(db, provider_id)
 
 

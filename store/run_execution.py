@@ -25,7 +25,7 @@ def execute_and_store_run(
     *,
     registry=None,
     environ=None,
-    http_client=None,
+    transport=None,
     model=None,
     repeated_from=None,
 ):
@@ -50,7 +50,7 @@ def execute_and_store_run(
         documents=DocumentTable(db),
         registry=registry,
         environ=environ,
-        http_client=http_client,
+        transport=transport,
         model=model,
     )
     if repeated_from is not None:

@@ -44,7 +44,7 @@ def _column_keeps(key, value):
 
 def _assistant_message(assistant):
     calls = assistant["tool_calls"]
-    message = {"role": "assistant", "content": assistant["content"] if calls else assistant["content"] or ""}
+    message = {"role": "assistant", "content": assistant["content"] or ""}
     if calls:
         message["tool_calls"] = [
             {
@@ -105,17 +105,32 @@ def _compact_round(round_, earlier):
 
 
 def _compact_rounds(rounds):
+    """The rounds as a table; when every round's calls are a table with the same keys, those keys are named once,
+    as the table's "call_keys", and each round keeps only its calls' rows."""
     if not all(isinstance(round_, dict) for round_ in rounds):
         return rounds
-    return _as_table([_compact_round(round_, rounds[:number]) for number, round_ in enumerate(rounds)])
+    table = _as_table([_compact_round(round_, rounds[:number]) for number, round_ in enumerate(rounds)])
+    if not isinstance(table, dict):
+        return table
+    column = table["keys"].index("calls") if "calls" in table["keys"] else None
+    calls = [row[column] for row in table["rows"]] if column is not None else []
+    tables = [value for value in calls if isinstance(value, dict)]
+    if tables and all(value["keys"] == tables[0]["keys"] for value in tables):
+        table["call_keys"] = tables[0]["keys"]
+        for row in table["rows"]:
+            if isinstance(row[column], dict):
+                row[column] = {"rows": row[column]["rows"]}
+    return table
 
 
 def _full_rounds(stored):
+    call_keys = stored.get("call_keys") if isinstance(stored, dict) else None
     rounds = []
     for round_ in _from_table(stored):
         if isinstance(round_, dict):
             if isinstance(round_.get("calls"), dict):
-                round_ = {**round_, "calls": _from_table(round_["calls"])}
+                calls = round_["calls"]
+                round_ = {**round_, "calls": _from_table({"keys": calls.get("keys", call_keys), "rows": calls["rows"]})}
             if type(round_.get("tools_sent")) is int:
                 round_ = {**round_, "tools_sent": rounds[round_["tools_sent"]]["tools_sent"]}
             assistant = round_.get("assistant")

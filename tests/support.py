@@ -23,6 +23,10 @@ def agent_form_data(agent):
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
         "max_rounds_message": agent["max_rounds_message"],
+        "tool_choice": agent["tool_choice"],
+        **{
+            key: "" if agent[key] is None else str(agent[key]) for key in ("temperature", "top_p", "seed", "max_tokens")
+        },
         "script": agent["script"] if isinstance(agent["script"], str) else json.dumps(agent["script"]),
         "revision": str(agent["revision"]),
     }

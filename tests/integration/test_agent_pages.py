@@ -65,6 +65,11 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
         on_round_cap="message",
         max_rounds_message="Stopped.",
         parallel_tool_calls=False,
+        tool_choice="list_bundles",
+        temperature=0.2,
+        top_p=0.9,
+        seed=7,
+        max_tokens=300,
         tools={
             "list_bundles": {
                 "restrict_multiple_calls": True,
@@ -95,6 +100,11 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
         "on_round_cap": "message",
         "max_rounds_message": "Stopped.",
         "parallel_tool_calls": False,
+        "tool_choice": "list_bundles",
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "seed": 7,
+        "max_tokens": 300,
         "tools": {
             "list_bundles": {
                 "restrict_multiple_calls": True,

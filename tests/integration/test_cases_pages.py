@@ -116,7 +116,7 @@ def completion(request):
 @pytest.fixture
 def remote_agent(app, client, database):
     app.config["MODEL_ENVIRON"] = {"REMOTE_KEY": "secret"}
-    app.config["MODEL_HTTP_CLIENT"] = httpx2.Client(transport=httpx2.MockTransport(completion))
+    app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(completion)
     provider_store.create_provider(database, REMOTE)
     client.put("/api/agents/remote_agent", json=bundles_agent(provider="remote", script=[]))
 

@@ -48,6 +48,9 @@ def test_the_key_is_never_stored(client, database, monkeypatch):
             "api_key_env": "TOOLGATE_TEST_KEY",
             "default_model": "llama3.2",
             "timeout": 30.0,
+            "max_retries": 2,
+            "headers": "{}",
+            "extra_body": "{}",
         }
     ]
 
@@ -103,10 +106,43 @@ def test_edit_keeps_the_id_and_saves(client, database):
         (
             {"api_key_env": "MY KEY"},
             "api_key_env",
-            "API key environment variable must be an environment variable name: letters, digits and underscores.",
+            "API key environment variable must be an environment variable name (letters, digits and underscores), "
+            "or empty for no key.",
         ),
         ({"timeout": "0"}, "timeout", "Timeout (seconds) must be a number of seconds above 0 and at most 3,600."),
         ({"timeout": "soon"}, "timeout", "Timeout (seconds) must be a number of seconds above 0 and at most 3,600."),
+        ({"max_retries": "11"}, "max_retries", "Retries must be a whole number from 0 to 10."),
+        ({"max_retries": "-1"}, "max_retries", "Retries must be a whole number from 0 to 10."),
+        (
+            {"headers": "{"},
+            "headers",
+            "Extra headers (JSON) is not valid JSON: Expecting property name enclosed in double quotes "
+            "(line 1, column 2).",
+        ),
+        ({"headers": "[]"}, "headers", "Extra headers (JSON) must be a JSON object."),
+        (
+            {"headers": '{"Authorization": "Bearer x"}'},
+            "headers",
+            'Extra headers (JSON) may not set "Authorization": Toolgate sets it (the API key comes from the '
+            "environment variable).",
+        ),
+        (
+            {"headers": '{"X-Team": 3}'},
+            "headers",
+            'Extra headers (JSON) must give "X-Team" a text value of printable ASCII characters on one line.',
+        ),
+        (
+            {"headers": '{"X Team": "a"}'},
+            "headers",
+            "Extra headers (JSON) must name headers with letters, digits and - _ . ! # $ % & ' * + ^ ` | ~ "
+            '(not "X Team").',
+        ),
+        (
+            {"extra_body": '{"top_k": 20, "temperature": 1, "tools": []}'},
+            "extra_body",
+            "Extra body fields (JSON) may not set temperature, tools: Toolgate sends those itself (set them on the "
+            "agent instead).",
+        ),
     ],
 )
 def test_bad_input_is_shown_next_to_its_field_and_nothing_is_stored(client, database, changes, field, message):

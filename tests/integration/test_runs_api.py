@@ -232,7 +232,7 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
         return httpx2.Response(400, json={"error": {"message": "the model is on fire"}})
 
     app.config["MODEL_ENVIRON"] = {"REMOTE_KEY": "secret"}
-    app.config["MODEL_HTTP_CLIENT"] = httpx2.Client(transport=httpx2.MockTransport(handler))
+    app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(handler)
     provider_store.create_provider(
         database,
         {
@@ -248,7 +248,8 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
     client.put("/api/agents/remote_agent", json=agent)
     run = post_run(client, "remote_agent").json
     assert run["stop_reason"] == "error"
-    assert "400" in run["error"] and "the model is on fire" in run["error"]
+    assert run["error"] == "The model endpoint answered HTTP 400: the model is on fire."
+    assert run["model_requests"] == len(requests) == 2
     assert run["rounds"][0]["calls"][0]["status"] == "executed"
     assert client.get(f"/api/runs/{run['id']}").json == run
     assert "secret" not in str(run)

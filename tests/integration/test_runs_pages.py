@@ -282,8 +282,10 @@ def test_a_provider_error_reads_as_an_error_with_its_text(app, client, database)
     )
     client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
     panel = run_panel(html_of(post_run(client, "remote_agent", message="Hello")))
-    assert '<dd class="stop-reason">Error: The environment variable &#34;OPENAI_API_KEY&#34;' in panel
+    assert '<dd class="stop-reason">Error</dd>' in panel
     assert 'role="alert"' in panel
+    assert panel.count("The environment variable &#34;OPENAI_API_KEY&#34;") == 1
+    assert "The model was not asked: the run stopped before its first request." in panel
 
 
 def test_a_provider_error_is_shown_in_place_of_the_answer(app, client, database):
@@ -298,7 +300,8 @@ def test_a_provider_error_is_shown_in_place_of_the_answer(app, client, database)
     answer = re.search(r'<section class="run-answer".*?</section>', panel, re.S).group(0)
     assert (
         '<span class="status status-error">Error</span> The environment variable &#34;OPENAI_API_KEY&#34; that '
-        "holds the API key is not set." in answer
+        "holds the API key is not set (leave the variable&#39;s name empty on the provider connection if the "
+        "server takes no key)." in answer
     )
 
 

@@ -238,7 +238,7 @@ def test_violation_then_single_call_then_answer_gives_the_full_transcript():
         {"role": "user", "content": "Which bundles exist?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_1_1",
@@ -256,7 +256,7 @@ def test_violation_then_single_call_then_answer_gives_the_full_transcript():
         {"role": "tool", "tool_call_id": "call_1_2", "content": RESTRICTED_LIST_BUNDLES},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "call_2_1",
@@ -284,6 +284,7 @@ def test_recovery_rounds_record_what_was_offered_and_decided():
     assert [[c["status"] for c in r["calls"]] for r in rounds] == [["rejected", "rejected"], ["executed"], []]
     assert rounds[1]["calls"][0] == {
         "id": "call_2_1",
+        "original_id": None,
         "name": "list_bundles",
         "arguments": {"entity_type": "node"},
         "status": "executed",
@@ -380,7 +381,7 @@ def test_require_usage_appends_the_reminder_and_goes_on():
         ("user", "Which bundles exist?"),
         ("assistant", "A guess."),
         ("system", REMINDER),
-        ("assistant", None),
+        ("assistant", ""),
         ("tool", NODE_BUNDLES),
         ("assistant", "Checked."),
     ]

@@ -16,7 +16,7 @@ from unit_helpers import (
     make_agent,
     tool_messages,
     tool_round,
-    wsgi_client,
+    wsgi_transport,
 )
 
 from engine import run_agent
@@ -29,19 +29,23 @@ SCRIPT = [
     answer("Articles and pages."),
 ]
 TOOLS = {"list_bundles": {"restrict_multiple_calls": True}}
+KEY_NOT_SET = (
+    'The environment variable "TEST_KEY" that holds the API key is not set (leave the variable\'s name empty on '
+    "the provider connection if the server takes no key)."
+)
 
 
 def remote_agent(**fields):
     return make_agent(TOOLS, provider="remote", **fields)
 
 
-def run_remote(http_client, agent=None, environ=ENVIRON, providers=None):
+def run_remote(transport, agent=None, environ=ENVIRON, providers=None):
     return run_agent(
         agent or remote_agent(),
         "Which bundles exist?",
         providers={"remote": CONNECTION} if providers is None else providers,
         environ=environ,
-        http_client=http_client,
+        transport=transport,
     )
 
 
@@ -70,17 +74,17 @@ TOOL_CALL_COMPLETION = completion(
 )
 
 
-def mock_client(*handlers):
-    """A client whose Nth request is answered by the Nth handler (the last one answers the rest)."""
+def mock_transport(*handlers):
+    """A transport whose Nth request is answered by the Nth handler (the last one answers the rest)."""
     seen = []
 
     def handle(request):
         seen.append(request)
         return handlers[min(len(seen), len(handlers)) - 1](request)
 
-    client = httpx2.Client(transport=httpx2.MockTransport(handle))
-    client.seen = seen
-    return client
+    transport = httpx2.MockTransport(handle)
+    transport.seen = seen
+    return transport
 
 
 # --- One SDK path for scripted and real providers -------------------------------------------------------------
@@ -89,17 +93,22 @@ def mock_client(*handlers):
 def test_an_openai_compatible_provider_gives_the_same_run_as_the_scripted_one():
     scripted = run_agent(make_agent(TOOLS, SCRIPT), "Which bundles exist?")
 
-    remote = run_remote(wsgi_client(ScriptedModel(SCRIPT)))
+    remote = run_remote(wsgi_transport(ScriptedModel(SCRIPT)))
 
-    for key in ("messages", "rounds", "stop_reason", "answer", "tool_calls", "rejected_calls", "log"):
+    for key in ("messages", "stop_reason", "answer", "tool_calls", "rejected_calls", "log"):
         assert remote[key] == scripted[key], key
+    # The usage estimate counts the request's bytes, which name another model; the latency is the run's own.
+    measured = ("usage", "latency_ms")
+    assert [{k: v for k, v in r.items() if k not in measured} for r in remote["rounds"]] == [
+        {k: v for k, v in r.items() if k not in measured} for r in scripted["rounds"]
+    ]
     assert tool_messages(remote)[0]["content"] == RESTRICTED_LIST_BUNDLES
 
 
 def test_requests_carry_the_bearer_key_and_the_model_name():
     endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
 
-    run_remote(wsgi_client(endpoint))
+    run_remote(wsgi_transport(endpoint))
 
     assert len(endpoint.requests) == 3
     assert {request["path"] for request in endpoint.requests} == {"/v1/chat/completions"}
@@ -110,7 +119,7 @@ def test_requests_carry_the_bearer_key_and_the_model_name():
 def test_the_agents_model_wins_over_the_connections_default():
     endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
 
-    run_remote(wsgi_client(endpoint), agent=remote_agent(model="gpt-special"))
+    run_remote(wsgi_transport(endpoint), agent=remote_agent(model="gpt-special"))
 
     assert endpoint.requests[0]["body"]["model"] == "gpt-special"
 
@@ -118,7 +127,7 @@ def test_the_agents_model_wins_over_the_connections_default():
 def test_requests_carry_the_tools_and_the_transcript():
     endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
 
-    result = run_remote(wsgi_client(endpoint))
+    result = run_remote(wsgi_transport(endpoint))
 
     first, last = endpoint.requests[0]["body"], endpoint.requests[-1]["body"]
     assert [tool["function"]["name"] for tool in first["tools"]] == ["list_bundles"]
@@ -129,18 +138,18 @@ def test_requests_carry_the_tools_and_the_transcript():
 def test_the_key_is_read_from_the_named_variable_and_never_recorded():
     endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
 
-    result = run_remote(wsgi_client(endpoint), environ={"TEST_KEY": "sk-secret-4242"})
+    result = run_remote(wsgi_transport(endpoint), environ={"TEST_KEY": "sk-secret-4242"})
 
     assert endpoint.requests[0]["authorization"] == "Bearer sk-secret-4242"
     assert "sk-secret-4242" not in json.dumps(result)
 
 
 def test_tool_calls_on_a_request_without_tools_are_rejected_on_the_provider_path():
-    client = mock_client(lambda request: httpx2.Response(200, json=TOOL_CALL_COMPLETION))
+    transport = mock_transport(lambda request: httpx2.Response(200, json=TOOL_CALL_COMPLETION))
 
-    result = run_remote(client, agent=remote_agent(max_rounds=0))
+    result = run_remote(transport, agent=remote_agent(max_rounds=0))
 
-    assert "tools" not in json.loads(client.seen[0].content)
+    assert "tools" not in json.loads(transport.seen[0].content)
     assert result["stop_reason"] == "tools_disabled"
     assert result["answer"] == MAX_ROUNDS_TEXT
     assert [(c["id"], c["reason"]) for c in result["rounds"][0]["calls"]] == [("t1", "tools_disabled")]
@@ -164,7 +173,7 @@ def refused(request):
 FAILURES = [
     ("read timeout", read_timeout, "The model did not answer in time (timeout)."),
     ("timeout", plain_timeout, "The model did not answer in time (timeout)."),
-    ("connection refused", refused, "Could not reach the model endpoint: Connection error."),
+    ("connection refused", refused, "Could not reach the model endpoint: connection refused."),
     (
         "HTTP 500",
         lambda request: httpx2.Response(500, json={"error": {"message": "The server had an error."}}),
@@ -178,7 +187,7 @@ FAILURES = [
     (
         "malformed JSON",
         lambda request: httpx2.Response(200, text="not json", headers={"content-type": "application/json"}),
-        "The model's answer could not be read: Expecting value: line 1 column 1 (char 0)",
+        "The model's answer could not be read: Expecting value: line 1 column 1 (char 0).",
     ),
     (
         "not JSON at all",
@@ -200,7 +209,7 @@ FAILURES = [
 
 @pytest.mark.parametrize(("handler", "error"), [case[1:] for case in FAILURES], ids=[case[0] for case in FAILURES])
 def test_a_provider_failure_ends_the_run_with_a_readable_error(handler, error):
-    result = run_remote(mock_client(handler))
+    result = run_remote(mock_transport(handler))
 
     assert result["stop_reason"] == "error"
     assert result["error"] == error
@@ -212,11 +221,11 @@ def test_a_provider_failure_ends_the_run_with_a_readable_error(handler, error):
 
 
 def test_a_failure_keeps_the_trace_up_to_that_point():
-    client = mock_client(lambda request: httpx2.Response(200, json=TOOL_CALL_COMPLETION), read_timeout)
+    transport = mock_transport(lambda request: httpx2.Response(200, json=TOOL_CALL_COMPLETION), read_timeout)
 
-    result = run_remote(client)
+    result = run_remote(transport)
 
-    assert len(client.seen) == 2
+    assert len(transport.seen) == 2
     assert result["stop_reason"] == "error"
     assert [m["role"] for m in result["messages"]] == ["user", "assistant", "tool"]
     assert [r["calls"][0]["status"] for r in result["rounds"]] == ["executed"]
@@ -224,25 +233,26 @@ def test_a_failure_keeps_the_trace_up_to_that_point():
 
 
 def test_a_failure_is_retried_only_as_often_as_the_connection_says():
-    client = mock_client(lambda request: httpx2.Response(500, json={"error": {"message": "down"}}))
+    transport = mock_transport(lambda request: httpx2.Response(500, json={"error": {"message": "down"}}))
 
-    run_remote(client)
+    run_remote(transport)
 
-    assert len(client.seen) == 1
+    assert len(transport.seen) == 1
 
 
-def test_a_connection_without_a_retry_count_asks_once_so_its_timeout_bounds_the_wait():
-    client = mock_client(lambda request: httpx2.Response(500, json={"error": {"message": "down"}}))
+def test_a_connection_without_a_retry_count_retries_twice():
+    transport = mock_transport(lambda request: httpx2.Response(500, json={"error": {"message": "down"}}))
     connection = {key: value for key, value in CONNECTION.items() if key != "max_retries"}
 
-    result = run_remote(client, providers={"remote": connection})
+    result = run_remote(transport, providers={"remote": connection})
 
-    assert (result["stop_reason"], len(client.seen)) == ("error", 1)
+    assert (result["stop_reason"], len(transport.seen)) == ("error", 3)
+    assert result["error"] == "The model endpoint answered HTTP 500 after 3 attempts: down."
 
 
 def test_a_provider_failure_goes_to_the_toolgate_logger(caplog):
     with caplog.at_level(logging.WARNING, logger="toolgate"):
-        run_remote(mock_client(read_timeout))
+        run_remote(mock_transport(read_timeout))
 
     assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
         ("toolgate", logging.ERROR, 'The agent "t" stopped: The model did not answer in time (timeout).')
@@ -252,8 +262,8 @@ def test_a_provider_failure_goes_to_the_toolgate_logger(caplog):
 @pytest.mark.parametrize(
     ("options", "error"),
     [
-        ({"environ": {}}, 'The environment variable "TEST_KEY" that holds the API key is not set.'),
-        ({"environ": {"TEST_KEY": ""}}, 'The environment variable "TEST_KEY" that holds the API key is not set.'),
+        ({"environ": {}}, KEY_NOT_SET),
+        ({"environ": {"TEST_KEY": ""}}, KEY_NOT_SET),
         ({"providers": {}}, 'The provider connection "remote" does not exist.'),
         (
             {"providers": {"remote": {**CONNECTION, "default_model": "", "label": "Local"}}},
@@ -263,11 +273,13 @@ def test_a_provider_failure_goes_to_the_toolgate_logger(caplog):
     ids=["missing key", "empty key", "unknown provider", "no model"],
 )
 def test_a_provider_that_cannot_start_ends_the_run_before_any_request(options, error):
-    client = mock_client(lambda request: httpx2.Response(200, json=completion({"role": "assistant", "content": "x"})))
+    transport = mock_transport(
+        lambda request: httpx2.Response(200, json=completion({"role": "assistant", "content": "x"}))
+    )
 
-    result = run_remote(client, **options)
+    result = run_remote(transport, **options)
 
-    assert client.seen == []
+    assert transport.seen == []
     assert (result["stop_reason"], result["error"], result["answer"]) == ("error", error, None)
     assert (result["rounds"], result["messages"], result["model_requests"]) == ([], [], 0)
     assert result["log"] == [

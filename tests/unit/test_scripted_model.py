@@ -8,7 +8,7 @@ from unit_helpers import answer, call, tool_round
 
 from engine.providers import scripted_model
 from engine.scripted import ScriptedModel, scripted_reply
-from engine.types import ModelResponse, ToolCall
+from engine.types import ToolCall
 
 TOOLS = [{"type": "function", "function": {"name": "list_entity_types", "parameters": {"type": "object"}}}]
 USER = {"role": "user", "content": "Hi."}
@@ -248,16 +248,16 @@ def test_the_scripted_provider_reads_calls_into_tool_calls():
 
     response = model.complete([USER], TOOLS)
 
-    assert response == ModelResponse(
-        content=None,
-        tool_calls=(
-            ToolCall(id="call_1_1", name="list_bundles", arguments='{"entity_type": "node"}'),
-            ToolCall(id="call_1_2", name="x", arguments="raw"),
-        ),
+    assert (response.content, response.finish_reason) == (None, "tool_calls")
+    assert response.tool_calls == (
+        ToolCall(id="call_1_1", name="list_bundles", arguments='{"entity_type": "node"}'),
+        ToolCall(id="call_1_2", name="x", arguments="raw"),
     )
 
 
 def test_the_scripted_provider_without_tools_answers_text():
     model = scripted_model(SCRIPT)
 
-    assert model.complete([USER], None) == ModelResponse(content="First answer.", tool_calls=())
+    response = model.complete([USER], None)
+
+    assert (response.content, response.tool_calls, response.finish_reason) == ("First answer.", (), "stop")

@@ -154,14 +154,14 @@ CONNECTION = {"base_url": "http://model.test/v1", "api_key_env": "TEST_KEY", "de
 ENVIRON = {"TEST_KEY": "k"}
 
 
-def wsgi_client(app):
-    return httpx2.Client(transport=httpx2.WSGITransport(app=app))
+def wsgi_transport(app):
+    return httpx2.WSGITransport(app=app)
 
 
 def http_scripted_model(script):
     """An OpenAI-compatible provider connection in front of the scripted endpoint: (model, endpoint recorder)."""
     endpoint = RecordingEndpoint(ScriptedModel(script))
-    model = connection_model(CONNECTION, environ=ENVIRON, http_client=wsgi_client(endpoint))
+    model = connection_model(CONNECTION, environ=ENVIRON, transport=wsgi_transport(endpoint))
     return model, endpoint
 
 
