@@ -16,6 +16,7 @@ from .types import ModelResponse, ToolCall
 
 SCRIPTED_BASE_URL = "http://scripted.toolgate.invalid/v1"
 DEFAULT_TIMEOUT = 60.0
+MAX_RESPONSE_MB = 5  # of text (content, call ids, names and arguments) in one model response
 
 
 class ProviderError(Exception):
@@ -69,7 +70,18 @@ def _read_completion(completion):
             raise ProviderError(f"The model's answer could not be read: tool call {number} has no function name.")
         calls.append(ToolCall(id=call.id or f"call_{number}", name=function.name, arguments=function.arguments or ""))
     content = message.content if isinstance(message.content, str) else None
+    _check_text_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
     return ModelResponse(content=content, tool_calls=tuple(calls))
+
+
+def _check_text_size(texts):
+    """A response too large to store and show, or holding text that is not valid Unicode, is not read."""
+    try:
+        size = sum(len(text.encode("utf-8")) for text in texts if isinstance(text, str))
+    except UnicodeEncodeError:
+        raise ProviderError("The model's answer could not be read: it holds text that is not valid Unicode.") from None
+    if size > MAX_RESPONSE_MB * 1024 * 1024:
+        raise ProviderError(f"The model's answer is larger than {MAX_RESPONSE_MB} MB ({size:,} bytes of text).")
 
 
 def scripted_model(script, model="scripted"):
