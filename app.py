@@ -19,6 +19,7 @@ from blueprints import (
     providers,
     register_error_handlers,
     register_template_helpers,
+    request_checks,
     runs,
 )
 from engine.tools import default_registry
@@ -67,6 +68,7 @@ def create_app(test_config=None, instance_path=None):
     finally:
         connection.close()
 
+    request_checks.init_app(app)  # before CSRF: text that is not valid Unicode is refused first
     csrf.init_app(app)
     app.register_blueprint(agents.bp)
     app.register_blueprint(providers.bp)

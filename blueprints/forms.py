@@ -470,7 +470,7 @@ def apply_errors(form, errors):
     starting with the field's label. Returns the messages that belong to no field, for the top of the form."""
     unplaced = []
     for key, message in errors.items():
-        field = form.field_for(key)
+        field = form.field_for(key) or form.field_for(key.partition("[")[0])  # "script[2]": the script field
         if field is None:
             unplaced.append(f"{key}: {message}")
         else:
