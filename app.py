@@ -21,11 +21,15 @@ from blueprints import (
     register_template_helpers,
     request_checks,
     runs,
+    security,
 )
 from engine.tools import default_registry
 from store import db, migrations
 
 csrf = CSRFProtect()
+
+# Settings read from TOOLGATE_* as written: from_prefixed_env takes what looks like JSON as JSON (digits, a number).
+TEXT_SETTINGS = ("ALLOWED_HOSTS",)
 
 
 def _secret_key(instance_path):
@@ -46,10 +50,14 @@ def create_app(test_config=None, instance_path=None):
         MAX_CONTENT_LENGTH=4 * 1024 * 1024,
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
         TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own
+        ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
     )
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
         app.config.from_prefixed_env("TOOLGATE")
+        app.config.update(
+            {name: os.environ[f"TOOLGATE_{name}"] for name in TEXT_SETTINGS if f"TOOLGATE_{name}" in os.environ}
+        )
     else:
         app.config.from_mapping(test_config)
     app.json.sort_keys = False  # agents read in the field order of SPEC §2
@@ -68,7 +76,9 @@ def create_app(test_config=None, instance_path=None):
     finally:
         connection.close()
 
-    request_checks.init_app(app)  # before CSRF: text that is not valid Unicode is refused first
+    # In this order, before CSRF: a foreign host is refused first, then bad input.
+    security.init_app(app)
+    request_checks.init_app(app)
     csrf.init_app(app)
     app.register_blueprint(agents.bp)
     app.register_blueprint(providers.bp)
