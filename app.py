@@ -29,7 +29,7 @@ from store import db, migrations
 csrf = CSRFProtect()
 
 # Settings read from TOOLGATE_* as written: from_prefixed_env takes what looks like JSON as JSON (digits, a number).
-TEXT_SETTINGS = ("ALLOWED_HOSTS",)
+TEXT_SETTINGS = ("ALLOWED_HOSTS", "KEY_VARIABLES")
 
 
 def _secret_key(instance_path):
@@ -51,6 +51,7 @@ def create_app(test_config=None, instance_path=None):
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
         TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own
         ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
+        KEY_VARIABLES=(),  # environment variables a provider may name besides *_API_KEY
     )
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)

@@ -422,7 +422,8 @@ class ProviderForm(FlaskForm):
     api_key_env = StringField(
         "API key environment variable",
         default="OPENAI_API_KEY",
-        description="The name of the environment variable that holds the key, not the key itself.",
+        description="The name of the environment variable that holds the key, not the key itself. It must end in "
+        "_API_KEY, or be listed by the administrator in TOOLGATE_KEY_VARIABLES.",
     )
     default_model = StringField("Default model", description="Used when an agent names no model.")
     timeout = StringField("Timeout (seconds)", default="60", widget=NumberInput(min=1, step="any"))

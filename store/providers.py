@@ -1,5 +1,9 @@
 """Provider connections (SPEC §7): how to reach an OpenAI-compatible server. The API key itself is never
-stored: only the name of the environment variable that holds it."""
+stored: only the name of the environment variable that holds it.
+
+Whoever can edit a connection chooses where its key is sent, so the variable must look like an API key's (a name
+ending in _API_KEY) or be one the administrator listed (TOOLGATE_KEY_VARIABLES): the form cannot send the
+server's other secrets to a URL of its choosing. Runs read only such variables, whatever an older version stored."""
 
 import os
 import re
@@ -14,9 +18,20 @@ URL_MAX = 2_000
 TIMEOUT_MAX = 3_600
 PROVIDER_DEFAULTS = {"api_key_env": "OPENAI_API_KEY", "default_model": "", "timeout": 60.0}
 FIELDS = ("id", "label", "base_url", "api_key_env", "default_model", "timeout")
+KEY_SUFFIX = "_API_KEY"
 
 
-def validate_provider(data):
+def key_variable_allowed(name, key_variables=()):
+    """Whether a connection may name this environment variable: `key_variables` are the administrator's extras."""
+    return name.endswith(KEY_SUFFIX) or name in key_variables
+
+
+def key_environ(environ, key_variables=()):
+    """The variables of `environ` a run may read a key from."""
+    return {name: value for name, value in environ.items() if key_variable_allowed(name, key_variables)}
+
+
+def validate_provider(data, key_variables=()):
     """A provider connection with defaults filled in; raises ValidationError naming every bad field."""
     if not isinstance(data, dict):
         raise ValidationError({"provider": "must be a JSON object"})
@@ -39,6 +54,8 @@ def validate_provider(data):
     api_key_env = provider["api_key_env"]
     if not isinstance(api_key_env, str) or not ENV_NAME_PATTERN.match(api_key_env):
         errors["api_key_env"] = "must be an environment variable name: letters, digits and underscores"
+    elif not key_variable_allowed(api_key_env, key_variables):
+        errors["api_key_env"] = f'must end in "{KEY_SUFFIX}" or be listed in TOOLGATE_KEY_VARIABLES'
     check_text(errors, provider, "default_model", LABEL_MAX)
     timeout = provider["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= TIMEOUT_MAX:
@@ -49,8 +66,8 @@ def validate_provider(data):
     return {key: provider[key] for key in FIELDS}
 
 
-def api_key_is_set(provider):
-    return bool(os.environ.get(provider["api_key_env"]))
+def api_key_is_set(provider, key_variables=()):
+    return bool(key_environ(os.environ, key_variables).get(provider["api_key_env"]))
 
 
 def list_providers(db):
@@ -61,8 +78,8 @@ def get_provider(db, provider_id):
     return get_row(db["providers"], provider_id, f'No provider connection with id "{provider_id}".')
 
 
-def create_provider(db, data):
-    provider = validate_provider(data)
+def create_provider(db, data, key_variables=()):
+    provider = validate_provider(data, key_variables)
     with db.atomic():
         if row_exists(db["providers"], provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
@@ -70,8 +87,8 @@ def create_provider(db, data):
     return get_provider(db, provider["id"])
 
 
-def update_provider(db, provider_id, data):
-    provider = validate_provider({**data, "id": provider_id})
+def update_provider(db, provider_id, data, key_variables=()):
+    provider = validate_provider({**data, "id": provider_id}, key_variables)
     with db.atomic():
         get_provider(db, provider_id)
         db["providers"].update(provider_id, provider)

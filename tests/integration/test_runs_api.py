@@ -231,7 +231,7 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
             return httpx2.Response(200, json=completion)
         return httpx2.Response(400, json={"error": {"message": "the model is on fire"}})
 
-    app.config["MODEL_ENVIRON"] = {"REMOTE_KEY": "secret"}
+    app.config["MODEL_ENVIRON"] = {"REMOTE_API_KEY": "secret"}
     app.config["MODEL_HTTP_CLIENT"] = httpx2.Client(transport=httpx2.MockTransport(handler))
     provider_store.create_provider(
         database,
@@ -239,7 +239,7 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
             "id": "remote",
             "label": "Remote",
             "base_url": "https://models.invalid/v1",
-            "api_key_env": "REMOTE_KEY",
+            "api_key_env": "REMOTE_API_KEY",
             "default_model": "m",
             "timeout": 5,
         },
