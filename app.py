@@ -33,12 +33,13 @@ TEXT_SETTINGS = ("ALLOWED_HOSTS", "KEY_VARIABLES")
 
 
 def _secret_key(instance_path):
-    """The key in instance/secret_key, generated on first start; never part of the repository."""
+    """The key in instance/secret_key, generated on first start (owner-only); never part of the repository."""
     path = os.path.join(instance_path, "secret_key")
     if not os.path.exists(path):
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(secrets.token_hex(32))
+    os.chmod(path, 0o600)  # tighten a key an older version left readable
     with open(path) as file:
         return file.read().strip()
 
@@ -62,7 +63,9 @@ def create_app(test_config=None, instance_path=None):
     else:
         app.config.from_mapping(test_config)
     app.json.sort_keys = False  # agents read in the field order of SPEC §2
-    os.makedirs(app.instance_path, exist_ok=True)
+    # Prompts, transcripts and the secret key live here: owner-only, and tightened if an older version was laxer.
+    os.makedirs(app.instance_path, mode=0o700, exist_ok=True)
+    os.chmod(app.instance_path, 0o700)
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(app.instance_path)
 
@@ -71,6 +74,7 @@ def create_app(test_config=None, instance_path=None):
     db.init_app(app)
     created = not os.path.exists(app.config["DATABASE"])
     connection = db.open_db(app.config["DATABASE"])
+    db.restrict_to_owner(app.config["DATABASE"])
     try:
         # What start-up did to the database, for `flask init-db` to report truthfully.
         app.extensions["toolgate_schema"] = {"created": created, "applied": migrations.migrate(connection)}

@@ -4,6 +4,8 @@ Outside a request (the CLI at start-up, migrations) use `open_db(path)`. Every c
 keys on, which SQLite leaves off by default.
 """
 
+import os
+
 import sqlite_utils
 from flask import current_app, g
 
@@ -17,6 +19,14 @@ def open_db(path):
     # With WAL, NORMAL survives an application crash and only fsyncs at checkpoints: each stored run is cheaper.
     db.execute("PRAGMA synchronous=NORMAL")
     return db
+
+
+def restrict_to_owner(path):
+    """Make the database file and its WAL companions owner-only (0600). SQLite gives the companions it creates
+    later the database file's mode, so doing this at start-up covers them too."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        if os.path.exists(name):
+            os.chmod(name, 0o600)
 
 
 def get_db():
