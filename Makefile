@@ -8,6 +8,7 @@ PORT ?= 5000
 .PHONY: run test bench lint chromium
 
 run: $(INSTALLED)
+	@$(BIN)/flask --app app check-host $(HOST)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
 	$(BIN)/flask --app app run --host $(HOST) --port $(PORT)

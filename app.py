@@ -12,6 +12,7 @@ from blueprints import (
     api,
     api_cases,
     api_runs,
+    auth,
     cases,
     compare,
     documents,
@@ -22,6 +23,7 @@ from blueprints import (
     request_checks,
     runs,
     security,
+    tokens,
 )
 from engine.tools import default_registry
 from store import db, migrations
@@ -29,7 +31,7 @@ from store import db, migrations
 csrf = CSRFProtect()
 
 # Settings read from TOOLGATE_* as written: from_prefixed_env takes what looks like JSON as JSON (digits, a number).
-TEXT_SETTINGS = ("ALLOWED_HOSTS", "KEY_VARIABLES")
+TEXT_SETTINGS = ("ADMIN_PASSWORD", "ADMIN_PASSWORD_HASH", "ALLOWED_HOSTS", "KEY_VARIABLES")
 
 
 def _secret_key(instance_path):
@@ -51,6 +53,9 @@ def create_app(test_config=None, instance_path=None):
         MAX_CONTENT_LENGTH=4 * 1024 * 1024,
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
         TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own
+        SESSION_COOKIE_SAMESITE="Lax",
+        ADMIN_PASSWORD=None,  # either of these turns the login on (blueprints/auth.py)
+        ADMIN_PASSWORD_HASH=None,
         ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
         KEY_VARIABLES=(),  # environment variables a provider may name besides *_API_KEY
     )
@@ -81,10 +86,12 @@ def create_app(test_config=None, instance_path=None):
     finally:
         connection.close()
 
-    # In this order, before CSRF: a foreign host is refused first, then bad input.
+    # In this order, before CSRF: a foreign host is refused first, then a request without login, then bad input.
     security.init_app(app)
+    auth.init_app(app)
     request_checks.init_app(app)
     csrf.init_app(app)
+    app.register_blueprint(tokens.bp)
     app.register_blueprint(agents.bp)
     app.register_blueprint(providers.bp)
     app.register_blueprint(api.bp)

@@ -17,10 +17,13 @@ from xml.etree import ElementTree
 import click
 from flask import current_app
 from flask.cli import with_appcontext
+from werkzeug.security import generate_password_hash
 
 from blueprints import run_texts, tool_registry
+from blueprints.auth import login_enabled
 from blueprints.cases import checked_summary
 from blueprints.runs import run_options
+from blueprints.security import is_loopback
 from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
 from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
@@ -372,6 +375,32 @@ def import_cases_command(folder):
     click.echo(f"Imported {len(cases)} case(s) from {folder}: {len(added)} added, {len(replaced)} replaced.")
 
 
+@click.command("check-host")
+@with_appcontext
+@click.argument("host", type=TEXT)
+def check_host_command(host):
+    """Refuse (exit status 2) to serve on HOST, an address other machines can reach, without a login. `make run`
+    calls it first."""
+    if is_loopback(host) or login_enabled():
+        return
+    raise BadInput(
+        f"Not serving on {host} without a login: anyone who can reach it could read every prompt and run, and "
+        "spend the model account. Set an administrator password first, for example\n"
+        f"  TOOLGATE_ADMIN_PASSWORD='a long passphrase' make run HOST={host}\n"
+        "or put a hash of it (flask --app app hash-password) in TOOLGATE_ADMIN_PASSWORD_HASH. Add the host name "
+        "people will use to TOOLGATE_ALLOWED_HOSTS."
+    )
+
+
+@click.command("hash-password")
+@click.password_option("--password", prompt="Administrator password", help="Asked for when not given.")
+def hash_password_command(password):
+    """Print a hash of the administrator password, for TOOLGATE_ADMIN_PASSWORD_HASH."""
+    if not is_valid_unicode(password):
+        raise BadInput("The password is not valid UTF-8 text.")
+    click.echo(generate_password_hash(password))
+
+
 def register(app):
     for command in (
         init_db_command,
@@ -383,5 +412,7 @@ def register(app):
         check_cases_command,
         export_cases_command,
         import_cases_command,
+        check_host_command,
+        hash_password_command,
     ):
         app.cli.add_command(command)

@@ -6,6 +6,8 @@ A page elsewhere can make a browser send requests here under its own name (DNS r
 framing by another site: the templates load their script and styles from static/ only.
 """
 
+import ipaddress
+
 from flask import current_app, request
 
 from blueprints import error_response
@@ -44,6 +46,16 @@ def host_name(host):
 
 def allowed_hosts():
     return {*LOOPBACK_HOSTS, *(host_name(host) for host in configured_names("ALLOWED_HOSTS"))}
+
+
+def is_loopback(address):
+    """Whether serving on `address` (make run HOST=…) reaches this machine only."""
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def refuse_other_hosts():

@@ -107,6 +107,18 @@ def _create_log(db):
     db["log"].create_index(["level"])
 
 
+@migrations(name="0020_create_api_tokens")
+def _create_api_tokens(db):
+    # Only the SHA-256 of a token is kept; `hint` is its first characters, to tell tokens apart in the list.
+    db["api_tokens"].create(
+        {"id": int, "name": str, "token_hash": str, "hint": str, "created_at": str},
+        pk="id",
+        not_null={"name", "token_hash", "hint", "created_at"},
+    )
+    db["api_tokens"].create_index(["token_hash"], unique=True)
+    db["api_tokens"].create_index(["name"], unique=True)
+
+
 @migrations(name="0040_create_cases")
 def _create_cases(db):
     # Regression cases: `data` holds the case's JSON form but agent_id and name (its message, overrides, script,

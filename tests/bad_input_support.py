@@ -6,7 +6,7 @@ from run_scenarios import bundles_agent
 from store import agents as agent_store
 
 AGENT_ID = "bundles"
-TABLES = ("agents", "agent_tools", "providers", "documents", "runs", "log")
+TABLES = ("agents", "agent_tools", "providers", "documents", "runs", "log", "api_tokens")
 
 
 def store_agent(client):

@@ -98,6 +98,7 @@ def test_no_page_or_fragment_holds_inline_code(client):
             "/documents/menu",
             "/providers",
             "/providers/new",
+            "/tokens",
             "/agents/nobody",
         )
     ]
