@@ -55,6 +55,8 @@ def get_agent_tools(agent_id):
             overrides = json.loads(overrides)
         except ValueError:
             return json_error(400, "is not valid JSON", "overrides")
+        except RecursionError:
+            return json_error(400, "is nested too deeply to be read", "overrides")
     try:
         return jsonify({"tools": tools_for_agent(agent, overrides, registry=tool_registry())})
     except ValidationError as error:

@@ -138,6 +138,14 @@ def test_the_gate_api_refuses_calls_over_the_limits(client, database):
     assert database_state(database) == before
 
 
+def test_the_tools_api_names_overrides_nested_too_deeply(client):
+    store_agent(client)
+    for levels in (MAX_DEPTH + 1, 5_000):
+        overrides = '{"description": ' + "[" * levels + "]" * levels + "}"
+        response = client.get(f"/api/agents/{AGENT_ID}/tools", query_string={"overrides": overrides})
+        assert response.status_code == 400 and response.get_json()["field"].startswith("overrides")
+
+
 BIG = "x" * (5 * 1024 * 1024)
 
 
