@@ -9,6 +9,7 @@ THREADS ?= 32
 .PHONY: run test bench lint chromium
 
 run: $(INSTALLED)
+	@$(BIN)/flask --app app check-host $(HOST)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
 	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:create_app

@@ -12,6 +12,7 @@ from blueprints import (
     api,
     api_cases,
     api_runs,
+    auth,
     cases,
     compare,
     documents,
@@ -19,21 +20,28 @@ from blueprints import (
     providers,
     register_error_handlers,
     register_template_helpers,
+    request_checks,
     runs,
+    security,
+    tokens,
 )
 from engine.tools import default_registry
 from store import db, migrations
 
 csrf = CSRFProtect()
 
+# Settings read from TOOLGATE_* as written: from_prefixed_env takes what looks like JSON as JSON (digits, a number).
+TEXT_SETTINGS = ("ADMIN_PASSWORD", "ADMIN_PASSWORD_HASH", "ALLOWED_HOSTS", "KEY_VARIABLES")
+
 
 def _secret_key(instance_path):
-    """The key in instance/secret_key, generated on first start; never part of the repository."""
+    """The key in instance/secret_key, generated on first start (owner-only); never part of the repository."""
     path = os.path.join(instance_path, "secret_key")
     if not os.path.exists(path):
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(secrets.token_hex(32))
+    os.chmod(path, 0o600)  # tighten a key an older version left readable
     with open(path) as file:
         return file.read().strip()
 
@@ -45,14 +53,24 @@ def create_app(test_config=None, instance_path=None):
         MAX_CONTENT_LENGTH=4 * 1024 * 1024,
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
         TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own
+        SESSION_COOKIE_SAMESITE="Lax",
+        ADMIN_PASSWORD=None,  # either of these turns the login on (blueprints/auth.py)
+        ADMIN_PASSWORD_HASH=None,
+        ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
+        KEY_VARIABLES=(),  # environment variables a provider may name besides *_API_KEY
     )
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
         app.config.from_prefixed_env("TOOLGATE")
+        app.config.update(
+            {name: os.environ[f"TOOLGATE_{name}"] for name in TEXT_SETTINGS if f"TOOLGATE_{name}" in os.environ}
+        )
     else:
         app.config.from_mapping(test_config)
     app.json.sort_keys = False  # agents read in the field order of SPEC §2
-    os.makedirs(app.instance_path, exist_ok=True)
+    # Prompts, transcripts and the secret key live here: owner-only, and tightened if an older version was laxer.
+    os.makedirs(app.instance_path, mode=0o700, exist_ok=True)
+    os.chmod(app.instance_path, 0o700)
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _secret_key(app.instance_path)
 
@@ -61,13 +79,19 @@ def create_app(test_config=None, instance_path=None):
     db.init_app(app)
     created = not os.path.exists(app.config["DATABASE"])
     connection = db.open_db(app.config["DATABASE"])
+    db.restrict_to_owner(app.config["DATABASE"])
     try:
         # What start-up did to the database, for `flask init-db` to report truthfully.
         app.extensions["toolgate_schema"] = {"created": created, "applied": migrations.migrate(connection)}
     finally:
         connection.close()
 
+    # In this order, before CSRF: a foreign host is refused first, then a request without login, then bad input.
+    security.init_app(app)
+    auth.init_app(app)
+    request_checks.init_app(app)
     csrf.init_app(app)
+    app.register_blueprint(tokens.bp)
     app.register_blueprint(agents.bp)
     app.register_blueprint(providers.bp)
     app.register_blueprint(api.bp)

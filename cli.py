@@ -4,6 +4,8 @@ same validation, as the pages and the API.
 `run-agent` takes the path the run page and the API take (store.run_execution.execute_and_store_run), so the run
 is stored and shows up in the history; it prints each round, its calls and rejections, and the answer, or with
 --json the run as `POST /api/agents/<id>/runs` returns it.
+
+Bad input (an argument, a file, an agent that does not exist) is a message and exit status 2, never a traceback.
 """
 
 import json
@@ -16,9 +18,14 @@ from xml.etree import ElementTree
 import click
 from flask import current_app
 from flask.cli import with_appcontext
+from werkzeug.security import generate_password_hash
 
 from blueprints import run_texts, tool_registry
+from blueprints.auth import login_enabled
 from blueprints.cases import checked_summary
+from blueprints.runs import run_options
+from blueprints.security import is_loopback
+from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
 from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
 from store import agents as agent_store
@@ -29,6 +36,30 @@ from store import runs as run_store
 from store.db import get_db
 
 OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --json has all of it
+
+
+class BadInput(click.ClickException):
+    """Bad input: the message, exit status 2 (as click's own usage errors). What the message quotes from the input
+    is kept printable, so showing it cannot fail."""
+
+    exit_code = 2
+
+    def __init__(self, message):
+        super().__init__(printable(message))
+
+
+class UnicodeText(click.ParamType):
+    """A text argument. Bytes that are not UTF-8 reach Python as lone surrogates; they are refused here."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        if not is_valid_unicode(value):
+            self.fail("is not valid UTF-8 text", param, ctx)
+        return value
+
+
+TEXT = UnicodeText()
 
 
 @click.command("init-db")
@@ -70,13 +101,13 @@ def load_demo_command(replace, if_empty):
 
 @click.command("export-agent")
 @with_appcontext
-@click.argument("agent_id")
+@click.argument("agent_id", type=TEXT)
 def export_agent_command(agent_id):
     """Print an agent as JSON."""
     try:
         agent = agent_store.get_agent(get_db(), agent_id)
     except NotFound as error:
-        raise click.ClickException(str(error)) from None
+        raise BadInput(str(error)) from None
     click.echo(json.dumps(agent, indent=2, ensure_ascii=False))
 
 
@@ -89,11 +120,11 @@ def import_agent_command(file, replace):
     try:
         data = json.load(file)
     except json.JSONDecodeError as error:
-        raise click.ClickException(f"{file.name} is not valid JSON: {error}") from None
+        raise BadInput(f"{file.name} is not valid JSON: {error}") from None
     except RecursionError:
-        raise click.ClickException(f"{file.name} is nested too deeply; nothing was imported.") from None
+        raise BadInput(f"{file.name} is nested too deeply; nothing was imported.") from None
     except UnicodeDecodeError:
-        raise click.ClickException(f"{file.name} is not UTF-8 text; nothing was imported.") from None
+        raise BadInput(f"{file.name} is not UTF-8 text; nothing was imported.") from None
     db = get_db()
     if replace and isinstance(data, dict) and isinstance(data.get("id"), str):
         try:
@@ -104,9 +135,9 @@ def import_agent_command(file, replace):
         agent = agent_store.save_agent(db, data, tool_registry().parameters_by_name())
     except ValidationError as error:
         details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())
-        raise click.ClickException(f"{file.name} is not a valid agent; nothing was imported:\n{details}") from None
+        raise BadInput(f"{file.name} is not a valid agent; nothing was imported:\n{details}") from None
     except RevisionConflict as conflict:
-        raise click.ClickException(f"{conflict} Use --replace to overwrite it.") from None
+        raise BadInput(f"{conflict} Use --replace to overwrite it.") from None
     click.echo(f'Imported the agent "{agent["id"]}" (revision {agent["revision"]}).')
 
 
@@ -184,9 +215,9 @@ def format_run(run):
 
 @click.command("run-agent")
 @with_appcontext
-@click.argument("agent_id")
-@click.argument("message")
-@click.option("--overrides", "overrides_text", default=None, help="Per-run overrides as a JSON object.")
+@click.argument("agent_id", type=TEXT)
+@click.argument("message", type=TEXT)
+@click.option("--overrides", "overrides_text", type=TEXT, default=None, help="Per-run overrides as a JSON object.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON, as the runs API returns it.")
 def run_agent_command(agent_id, message, overrides_text, as_json):
     """Run an agent on MESSAGE, store the run, and print each round and the answer."""
@@ -195,21 +226,15 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         try:
             overrides = json.loads(overrides_text)
         except json.JSONDecodeError as error:
-            raise click.ClickException(f"--overrides is not valid JSON: {error}") from None
+            raise BadInput(f"--overrides is not valid JSON: {error}") from None
+        except RecursionError:
+            raise BadInput("--overrides is nested too deeply; nothing was run.") from None
     try:
-        run = run_execution.execute_and_store_run(
-            get_db(),
-            agent_id,
-            message,
-            overrides,
-            registry=tool_registry(),
-            environ=current_app.config.get("MODEL_ENVIRON"),
-            transport=current_app.config.get("MODEL_TRANSPORT"),
-        )
+        run = run_execution.execute_and_store_run(get_db(), agent_id, message, overrides, **run_options())
     except NotFound as error:
-        raise click.ClickException(str(error)) from None
+        raise BadInput(str(error)) from None
     except ValidationError as error:
-        raise click.ClickException(f"Nothing was run: {error}") from None
+        raise BadInput(f"Nothing was run: {error}") from None
     click.echo(json.dumps(run, indent=2, ensure_ascii=False) if as_json else format_run(run))
     if run["stop_reason"] == "error":
         sys.exit(1)
@@ -225,20 +250,18 @@ def import_documents_command(folder, replace):
     try:
         documents = load_corpus_files(folder)
     except ValueError as error:
-        raise click.ClickException(f"{error} Nothing was imported.") from None
+        raise BadInput(f"{error} Nothing was imported.") from None
     if not documents:
-        raise click.ClickException(f"{folder} has no non-empty .md or .txt file.")
+        raise BadInput(f"{folder} has no non-empty .md or .txt file.")
     for document in documents:
         try:
             document_store.validate_document(document)
         except ValidationError as error:
-            raise click.ClickException(
-                f'The file "{document["id"]}" cannot be imported ({error}); nothing was imported.'
-            ) from None
+            raise BadInput(f'The file "{document["id"]}" cannot be imported ({error}); nothing was imported.') from None
     written = document_store.import_documents(get_db(), documents, replace=replace)
     skipped = len(documents) - len(written)
     click.echo(
-        f"Imported {len(written)} document(s) from {folder}"
+        f"Imported {len(written)} document(s) from {click.format_filename(folder)}"
         + (f"; kept {skipped} existing (use --replace to overwrite)." if skipped else ".")
     )
 
@@ -282,7 +305,7 @@ def junit_xml(cases):
 
 @click.command("check-cases")
 @with_appcontext
-@click.argument("agent_ids", nargs=-1, metavar="[AGENT_ID]...")
+@click.argument("agent_ids", nargs=-1, metavar="[AGENT_ID]...", type=TEXT)
 @click.option("--junit", "junit_file", type=click.Path(dir_okay=False, writable=True), help="Write JUnit XML here.")
 def check_cases_command(agent_ids, junit_file):
     """Replay the regression cases of these agents (all agents with cases when none is named) against the agents
@@ -290,7 +313,7 @@ def check_cases_command(agent_ids, junit_file):
     db = get_db()
     for agent_id in agent_ids:
         if not agent_store.agent_exists(db, agent_id):
-            raise click.ClickException(f'No agent with id "{agent_id}"; nothing was checked.')
+            raise BadInput(f'No agent with id "{agent_id}"; nothing was checked.')
     cases = [
         case for agent_id in agent_ids or case_store.case_agent_ids(db) for case in case_store.list_cases(db, agent_id)
     ]
@@ -316,14 +339,14 @@ def _file_name(agent_id, name, taken):
 
 @click.command("export-cases")
 @with_appcontext
-@click.argument("agent_id")
+@click.argument("agent_id", type=TEXT)
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
 def export_cases_command(agent_id, folder):
     """Write each regression case of AGENT_ID to FOLDER as a JSON file (AGENT_ID.NAME.json), for import-cases."""
     db = get_db()
     cases = case_store.list_cases(db, agent_id)
     if not cases and not agent_store.agent_exists(db, agent_id):
-        raise click.ClickException(f'No agent with id "{agent_id}".')
+        raise BadInput(f'No agent with id "{agent_id}".')
     if not cases:
         click.echo(f'The agent "{agent_id}" has no cases; nothing was exported.')
         return
@@ -336,18 +359,18 @@ def export_cases_command(agent_id, folder):
 
 
 def _read_case_file(db, path, known_tools):
-    """The case in one file, checked; raises click.ClickException naming the file and the field."""
+    """The case in one file, checked; raises BadInput naming the file and the field."""
     try:
         return case_store.validate(db, json.loads(path.read_text(encoding="utf-8")), known_tools)
     except UnicodeDecodeError:
-        raise click.ClickException(f"  {path.name}: is not UTF-8 text") from None
+        raise BadInput(f"  {path.name}: is not UTF-8 text") from None
     except json.JSONDecodeError as error:
-        raise click.ClickException(f"  {path.name}: is not valid JSON ({error})") from None
+        raise BadInput(f"  {path.name}: is not valid JSON ({error})") from None
     except RecursionError:  # parsing it, or copying and checking what was parsed
-        raise click.ClickException(f"  {path.name}: is nested too deeply") from None
+        raise BadInput(f"  {path.name}: is nested too deeply") from None
     except ValidationError as error:
         details = "\n".join(f"  {path.name}: {field}: {message}" for field, message in error.errors.items())
-        raise click.ClickException(details) from None
+        raise BadInput(details) from None
 
 
 @click.command("import-cases")
@@ -359,12 +382,12 @@ def import_cases_command(folder):
     db = get_db()
     paths = sorted(path for path in folder.glob("*.json") if path.is_file())
     if not paths:
-        raise click.ClickException(f"{folder} has no .json file.")
+        raise BadInput(f"{folder} has no .json file.")
     cases, problems, seen = [], [], {}
     for path in paths:
         try:
             case = _read_case_file(db, path, tool_registry().names())
-        except click.ClickException as problem:
+        except BadInput as problem:
             problems.append(problem.message)
             continue
         key = (case["agent_id"], case["name"])
@@ -373,7 +396,7 @@ def import_cases_command(folder):
         seen[key] = path.name
         cases.append(case)
     if problems:
-        raise click.ClickException("Nothing was imported:\n" + "\n".join(problems))
+        raise BadInput("Nothing was imported:\n" + "\n".join(problems))
     added, replaced = case_store.import_cases(db, cases)
     click.echo(f"Imported {len(cases)} case(s) from {folder}: {len(added)} added, {len(replaced)} replaced.")
 
@@ -386,11 +409,11 @@ def backup_command(file, replace):
     """Copy the database to FILE, safely while the app serves (SQLite's online backup: one consistent snapshot)."""
     database = Path(current_app.config["DATABASE"])
     if file.exists() and file.resolve() == database.resolve():
-        raise click.ClickException(f"{file} is the database itself; choose another file.")
+        raise BadInput(f"{file} is the database itself; choose another file.")
     if file.exists() and not replace:
-        raise click.ClickException(f"{file} exists; nothing was written (use --replace to overwrite it).")
+        raise BadInput(f"{file} exists; nothing was written (use --replace to overwrite it).")
     if not file.parent.is_dir():
-        raise click.ClickException(f"The folder {file.parent} does not exist; nothing was written.")
+        raise BadInput(f"The folder {file.parent} does not exist; nothing was written.")
     store_db.backup(get_db(), str(file))
     copy = store_db.open_db(str(file))
     runs, agents = copy["runs"].count, copy["agents"].count
@@ -422,6 +445,32 @@ def _counted(count, singular, plural=None):
     return f"{count:,} {singular if count == 1 else plural or singular + 's'}"
 
 
+@click.command("check-host")
+@with_appcontext
+@click.argument("host", type=TEXT)
+def check_host_command(host):
+    """Refuse (exit status 2) to serve on HOST, an address other machines can reach, without a login. `make run`
+    calls it first."""
+    if is_loopback(host) or login_enabled():
+        return
+    raise BadInput(
+        f"Not serving on {host} without a login: anyone who can reach it could read every prompt and run, and "
+        "spend the model account. Set an administrator password first, for example\n"
+        f"  TOOLGATE_ADMIN_PASSWORD='a long passphrase' make run HOST={host}\n"
+        "or put a hash of it (flask --app app hash-password) in TOOLGATE_ADMIN_PASSWORD_HASH. Add the host name "
+        "people will use to TOOLGATE_ALLOWED_HOSTS."
+    )
+
+
+@click.command("hash-password")
+@click.password_option("--password", prompt="Administrator password", help="Asked for when not given.")
+def hash_password_command(password):
+    """Print a hash of the administrator password, for TOOLGATE_ADMIN_PASSWORD_HASH."""
+    if not is_valid_unicode(password):
+        raise BadInput("The password is not valid UTF-8 text.")
+    click.echo(generate_password_hash(password))
+
+
 def register(app):
     for command in (
         init_db_command,
@@ -435,5 +484,7 @@ def register(app):
         import_cases_command,
         backup_command,
         prune_runs_command,
+        check_host_command,
+        hash_password_command,
     ):
         app.cli.add_command(command)

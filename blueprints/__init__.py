@@ -111,8 +111,8 @@ def keyset_ids_or_400():
 def json_error(status, message, field=None, errors=None, **extra):
     """Every JSON API error, in one shape: {"error": "field: message", "field": field or null, "errors": {field:
     message}}, with its 4xx status. `message` is the text without the field's name."""
-    text = f"{field}: {message}" if field else message
-    errors = errors if errors is not None else ({field: message} if field else {})
+    text = f"{field}: {message}" if field is not None else message
+    errors = errors if errors is not None else ({field: message} if field is not None else {})
     return jsonify({"error": text, "field": field, "errors": errors, **extra}), status
 
 
@@ -121,12 +121,13 @@ def json_validation_error(error, status=400):
     return json_error(status, error.errors[error.field], error.field, error.errors)
 
 
-def _is_api_request():
+def is_api_request():
     return request.path == "/api" or request.path.startswith("/api/")
 
 
-def _error_response(code, title, message):
-    if _is_api_request():
+def error_response(code, title, message):
+    """An error as the API's JSON, an htmx notice or a page."""
+    if is_api_request():
         return json_error(code, message)
     if request.headers.get("HX-Request") == "true":
         # htmx swaps error responses too (base.html's htmx-config): a notice, not a page inside the page.
@@ -137,7 +138,7 @@ def _error_response(code, title, message):
 def register_error_handlers(app):
     @app.errorhandler(CSRFError)
     def csrf_error(error):
-        return _error_response(
+        return error_response(
             400,
             "The form could not be sent",
             "It was missing its security token, or the token had expired. Go back, reload the page and try "
@@ -151,21 +152,24 @@ def register_error_handlers(app):
             404: "There is nothing at this address. It may have been deleted, or the link is wrong.",
             413: "What was sent is larger than this server accepts; nothing was saved.",
         }
+        if error.code == 413 and is_api_request():
+            limit = current_app.config["MAX_CONTENT_LENGTH"] // (1024 * 1024)
+            return json_error(413, f"is larger than this server accepts ({limit} MB); nothing was saved", "body")
         message = messages.get(error.code) or error.description
-        return _error_response(error.code, titles.get(error.code, error.name), message)
+        return error_response(error.code, titles.get(error.code, error.name), message)
 
     @app.errorhandler(RecursionError)
     def too_deeply_nested(error):
         # JSON nested thousands of levels deep (a body, a script) exhausts the parser or the validation.
         logger.warning("Input nested too deeply on %s %s", request.method, request.path)
-        return _error_response(
+        return error_response(
             400, "Nested too deeply", "What was sent is nested too deeply to be read; nothing was saved."
         )
 
     @app.errorhandler(InternalServerError)
     def server_error(error):
         logger.error("Unhandled error on %s %s", request.method, request.path, exc_info=error.original_exception)
-        return _error_response(
+        return error_response(
             500, "Something went wrong", "An unexpected error happened and was logged. Go back and try again."
         )
 

@@ -1,9 +1,9 @@
 """The JSON API for agents (SPEC §8): the same JSON form as the engine, the same validation as the pages.
 
 Errors are JSON in the API's one shape (blueprints.json_error): 400 naming the field, 404 for an unknown id, 409
-for a stale revision (with the stored `revision`). Requests with a body must be `application/json`, which is also
-why the blueprint can skip CSRF tokens: a browser will not send such a request cross-site without a CORS
-preflight.
+for a stale revision (with the stored `revision`). Writes must be `application/json` (415 otherwise, in
+blueprints.request_checks), which is also why the blueprint can skip CSRF tokens: a browser will not send such a
+request cross-site without a CORS preflight.
 """
 
 import json
@@ -22,8 +22,6 @@ bp = Blueprint("api", __name__, url_prefix="/api")
 
 
 def _json_body():
-    if not request.is_json:
-        raise ValidationError({"body": 'send the agent as JSON, with the header "Content-Type: application/json"'})
     try:
         return request.get_json()
     except BadRequest:
@@ -57,6 +55,8 @@ def get_agent_tools(agent_id):
             overrides = json.loads(overrides)
         except ValueError:
             return json_error(400, "is not valid JSON", "overrides")
+        except RecursionError:
+            return json_error(400, "is nested too deeply to be read", "overrides")
     try:
         return jsonify({"tools": tools_for_agent(agent, overrides, registry=tool_registry())})
     except ValidationError as error:

@@ -1,7 +1,8 @@
 """The cases API: list an agent's regression cases, and check them all (SPEC §8, "Regression cases"), for CI
 and programs. Checking replays each case against the agent as stored now, like the agent page's "Check all"
 and `flask check-cases`; the answer says which passed and what differs in those that did not. Errors are JSON in
-the API's one shape (blueprints.json_error); no request here has a body, so none needs a CSRF token."""
+the API's one shape (blueprints.json_error). No request here has a body; the POST must still be sent as
+`Content-Type: application/json` (blueprints.request_checks), which is why none needs a CSRF token."""
 
 from flask import Blueprint, jsonify
 

@@ -3,8 +3,8 @@ one response's tool calls without executing anything (for clients that drive the
 
 A run goes through `store.run_execution.execute_and_store_run`, the path the run page takes too, so the page
 renders what this API returns. Errors are JSON in the API's one shape (blueprints.json_error): 400 for bad input
-(nothing is stored then), 404 for an unknown agent or run. Like the agents API, requests with a body must be
-`application/json`, which is why the blueprint needs no CSRF token.
+(nothing is stored then), 404 for an unknown agent or run. Like the agents API, writes must be `application/json`
+(blueprints.request_checks), which is why the blueprint needs no CSRF token.
 """
 
 from flask import Blueprint, jsonify, request, url_for
@@ -25,8 +25,6 @@ MAX_NUMBERED_PAGE = 50  # ?page= reads through the runs before it: further back,
 
 def _json_object(allowed):
     """The request's JSON object, or an error response naming what is wrong with it."""
-    if not request.is_json:
-        return None, json_error(400, 'send JSON, with the header "Content-Type: application/json"', "body")
     data = request.get_json(silent=True)
     if not isinstance(data, dict):
         return None, json_error(400, "must be a JSON object", "body")

@@ -504,8 +504,9 @@ class ProviderForm(FlaskForm):
     api_key_env = StringField(
         "API key environment variable",
         default="OPENAI_API_KEY",
-        description="The name of the environment variable that holds the key, not the key itself. Leave empty for "
-        "a server that takes no key (a local Ollama or llama.cpp).",
+        description="The name of the environment variable that holds the key, not the key itself. It must end in "
+        "_API_KEY, or be listed by the administrator in TOOLGATE_KEY_VARIABLES. Leave empty for a server that takes "
+        "no key (a local Ollama or llama.cpp).",
     )
     default_model = StringField("Default model", description="Used when an agent names no model.")
     timeout = StringField(
@@ -602,7 +603,7 @@ def apply_errors(form, errors):
     starting with the field's label. Returns the messages that belong to no field, for the top of the form."""
     unplaced = []
     for key, message in errors.items():
-        field = form.field_for(key)
+        field = form.field_for(key) or form.field_for(key.partition("[")[0])  # "script[2]": the script field
         if field is None:
             unplaced.append(f"{key}: {message}")
         else:

@@ -5,6 +5,7 @@ variable a connection names; it is never stored nor shown, the page only says wh
 from flask import Blueprint, abort, current_app, render_template, request
 
 from blueprints import done, forms, get_or_404, save_posted
+from blueprints.security import configured_names
 from engine.config import machine_name
 from engine.providers import ProviderError, check_connection
 from store import NotFound, ValidationError
@@ -18,8 +19,10 @@ bp = Blueprint("providers", __name__)
 @bp.get("/providers")
 def list_providers():
     providers = provider_store.list_providers(get_db())
+    key_variables = configured_names("KEY_VARIABLES")
     for provider in providers:
-        provider["api_key_set"] = provider_store.api_key_is_set(provider)
+        provider["api_key_allowed"] = provider_store.key_variable_allowed(provider["api_key_env"], key_variables)
+        provider["api_key_set"] = provider_store.api_key_is_set(provider, key_variables)
     return render_template("providers/list.html", providers=providers)
 
 
@@ -43,7 +46,9 @@ def new_provider():
     if request.method == "GET":
         return _render_form(form)
     provider_id = (form.id.data or "").strip() or machine_name(form.label.data or "")
-    provider, form_errors = save_posted(form, provider_store.create_provider, get_db(), form.provider_data(provider_id))
+    data = form.provider_data(provider_id)
+    key_variables = configured_names("KEY_VARIABLES")
+    provider, form_errors = save_posted(form, provider_store.create_provider, get_db(), data, key_variables)
     if provider is None:
         return _render_form(form, status=400, form_errors=form_errors)
     return done(f'Created the provider connection "{provider["label"]}".', "providers.list_providers")
@@ -58,7 +63,8 @@ def edit_provider(provider_id):
         return _render_form(form, provider=provider)
     form = forms.ProviderForm()
     data = form.provider_data(provider_id)
-    saved, form_errors = save_posted(form, provider_store.update_provider, db, provider_id, data)
+    key_variables = configured_names("KEY_VARIABLES")
+    saved, form_errors = save_posted(form, provider_store.update_provider, db, provider_id, data, key_variables)
     if saved is None:
         return _render_form(form, provider=provider, status=400, form_errors=form_errors)
     return done(f'Saved the provider connection "{saved["label"]}".', "providers.list_providers")

@@ -6,15 +6,18 @@ the htmx fragment render one run dict with that one partial, so they read the sa
 """
 
 import json
+import os
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
 from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, tool_registry
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
+from blueprints.security import configured_names
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
 from store import NotFound, run_execution, run_usage
 from store import agents as agent_store
+from store import providers as provider_store
 from store import runs as run_store
 from store.db import get_db
 
@@ -48,10 +51,14 @@ def run_text_helpers():
 
 
 def run_options():
-    """What a run needs from the app's config besides the database (tests inject a registry or a client)."""
+    """What a run needs from the app's config besides the database (tests inject a registry, an environment or a
+    client). A run reads API keys only from the variables a provider connection may name."""
+    environ = current_app.config.get("MODEL_ENVIRON")
     return {
         "registry": tool_registry(),
-        "environ": current_app.config.get("MODEL_ENVIRON"),
+        "environ": provider_store.key_environ(
+            os.environ if environ is None else environ, configured_names("KEY_VARIABLES")
+        ),
         "transport": current_app.config.get("MODEL_TRANSPORT"),
     }
 

@@ -31,6 +31,12 @@ MAX_CALLS_PER_RUN_LIMIT = 10_000
 TOOL_CHOICE_MODES = ("auto", "required")
 MAX_TOKENS_LIMIT = 1_000_000
 SEED_LIMIT = 2**63  # a signed 64-bit integer, what OpenAI accepts
+SCRIPT_MAX_RESPONSES = 1_000
+MAX_CALLS_PER_RESPONSE = 128
+# Levels of arrays and objects inside one field's value (for the script: inside one response). Deeper JSON is
+# refused when an agent is saved, when a run starts and at the gate, before anything copies or walks it.
+MAX_DEPTH = 32
+NOT_UNICODE = "is not valid Unicode text (it holds a lone surrogate or bytes that are not UTF-8)"
 
 TOOL_SETTING_DEFAULTS = MappingProxyType(
     {
@@ -80,7 +86,8 @@ class ValidationError(ValueError):
     of them and the exception text reads "field: message"."""
 
     def __init__(self, errors):
-        self.errors = dict(errors)
+        # Errors may quote what was sent: kept printable, so any page, terminal or JSON can show them.
+        self.errors = {printable(field): printable(message) for field, message in dict(errors).items()}
         self.field, message = next(iter(self.errors.items()))
         super().__init__(f"{self.field}: {message}")
 
@@ -157,13 +164,80 @@ def machine_name(label):
     return name[:ID_MAX].rstrip("_")
 
 
+def is_valid_unicode(text):
+    """False for a string holding a lone surrogate: Python allows one ("\\ud800" in JSON, bad bytes in a command
+    line), UTF-8 does not, so SQLite could not store it and no page could show it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(text):
+    """`text` with any lone surrogate written as an escape (\\ud800)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def json_value_problem(value, max_depth=MAX_DEPTH):
+    """(where, why) for the first part of a JSON value that cannot be taken, or None: a string or key that is not
+    valid Unicode, a number JSON does not have (NaN, Infinity), or nesting deeper than `max_depth` (None: any).
+    `where` is the path inside the value (".tools.x", "[0].id"; "" for the value itself, and for nesting).
+    Walks in document order without recursion, keeping only the open containers, so any size and depth is safe."""
+    steps = []  # the path to the container the last iterator walks
+    open_items = [iter([("", value)])]
+    while open_items:
+        entry = next(open_items[-1], None)
+        if entry is None:
+            open_items.pop()
+            if open_items:
+                steps.pop()
+            continue
+        step, item = entry
+        if isinstance(item, str) and not is_valid_unicode(item):
+            return "".join([*steps, step]), NOT_UNICODE
+        if isinstance(item, float) and not math.isfinite(item):
+            return "".join([*steps, step]), "is NaN or Infinity, which are not JSON numbers"
+        if isinstance(item, (dict, list)):
+            if max_depth is not None and len(open_items) > max_depth:
+                return "", f"is nested more than {max_depth} levels deep"
+            if isinstance(item, dict):
+                bad_key = next((key for key in item if isinstance(key, str) and not is_valid_unicode(key)), None)
+                if bad_key is not None:
+                    return "".join([*steps, step, f".{printable(bad_key)}"]), NOT_UNICODE
+                children = ((f".{key}", child) for key, child in item.items())
+            else:
+                children = ((f"[{index}]", child) for index, child in enumerate(item))
+            steps.append(step)
+            open_items.append(children)
+    return None
+
+
+def field_value_problems(name, value, prefix=""):
+    """{error key: message} for what json_value_problem finds in one agent field's value (keys start with
+    `prefix`); a script is checked response by response, after its length, so that nesting names the response."""
+    key = f"{prefix}{name}"
+    if name == "script" and isinstance(value, list):
+        if len(value) > SCRIPT_MAX_RESPONSES:
+            return {key: f"must have at most {SCRIPT_MAX_RESPONSES:,} responses (got {len(value):,})"}
+        for index, item in enumerate(value):
+            problem = json_value_problem(item)
+            if problem:
+                return {f"{key}[{index}]{problem[0]}": problem[1]}
+        return {}
+    problem = json_value_problem(value)
+    return {f"{key}{problem[0]}": problem[1]} if problem else {}
+
+
 def check_text(errors, data, name, maximum, required=False, error_key=None):
-    """Put a message in `errors` if data[name] is not a string of at most `maximum` characters (not blank if
-    `required`). Storage checks its own text fields with it too."""
+    """Put a message in `errors` if data[name] is not valid Unicode text of at most `maximum` characters (not
+    blank if `required`). Every validator checks its text fields with it: agents, documents, providers, tokens."""
     value = data.get(name)
     error_key = error_key or name
     if not isinstance(value, str):
         errors[error_key] = "must be a string"
+    elif not is_valid_unicode(value):
+        errors[error_key] = NOT_UNICODE
     elif required and not value.strip():
         errors[error_key] = "is required"
     elif len(value) > maximum:
@@ -249,6 +323,8 @@ def check_script(script):
         calls = item.get("tool_calls", [])
         if not isinstance(calls, list):
             return f'response {index}: "tool_calls" must be a list'
+        if len(calls) > MAX_CALLS_PER_RESPONSE:
+            return f"response {index} has {len(calls):,} tool calls; at most {MAX_CALLS_PER_RESPONSE} are allowed"
         for number, call in enumerate(calls, start=1):
             where = f"response {index}, tool call {number}"
             if not isinstance(call, dict):
@@ -267,8 +343,14 @@ def check_script(script):
 
 def fill_defaults(data):
     """A deep copy of an agent's JSON form with every missing field and tool setting set to its default."""
+    return with_defaults(copy.deepcopy(data))
+
+
+def with_defaults(data):
+    """fill_defaults without copying `data`'s values: for a dict just read from JSON, which nobody else holds (and
+    which may be nested too deeply to copy, if an older version stored it; validation then says so)."""
     filled = copy.deepcopy(dict(AGENT_DEFAULTS))
-    filled.update(copy.deepcopy(data))
+    filled.update(data)
     if isinstance(filled.get("tools"), dict):
         filled["tools"] = {
             name: {**copy.deepcopy(dict(TOOL_SETTING_DEFAULTS)), **settings} if isinstance(settings, dict) else settings
@@ -288,6 +370,11 @@ def validate_agent(data, known_tools=None):
     """
     if not isinstance(data, dict):
         raise ValidationError({"agent": "must be a JSON object"})
+    problems = {
+        key: message for name, value in data.items() for key, message in field_value_problems(name, value).items()
+    }
+    if problems:
+        raise ValidationError(problems)  # before anything copies a value nested too deeply
     agent = fill_defaults(data)
     errors = {}
     for key in agent:
@@ -339,6 +426,13 @@ def apply_overrides(agent, overrides):
         return merged
     if not isinstance(overrides, dict):
         raise ValidationError({"overrides": "must be a JSON object"})
+    problems = {
+        key: message
+        for name, value in overrides.items()
+        for key, message in field_value_problems(name, value, prefix="overrides.").items()
+    }
+    if problems:
+        raise ValidationError(problems)
     errors = {}
     for key, value in overrides.items():
         if key in NOT_OVERRIDABLE:

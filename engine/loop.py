@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from . import texts
 from .call_ids import repair_call_ids
-from .config import MESSAGE_MAX, ValidationError, load_agent
+from .config import MESSAGE_MAX, NOT_UNICODE, ValidationError, is_valid_unicode, load_agent
 from .gate import TOOLS_DISABLED, call_key, reject_without_tools, restriction_log_message, review_calls
 from .providers import ProviderError, model_for_agent
 from .redaction import redact
@@ -310,6 +310,8 @@ def run_agent(
     """
     if not isinstance(message, str) or not message.strip():
         raise ValidationError({"message": "must be a non-empty string"})
+    if not is_valid_unicode(message):
+        raise ValidationError({"message": NOT_UNICODE})
     if len(message) > MESSAGE_MAX:
         raise ValidationError({"message": f"must be at most {MESSAGE_MAX:,} characters (got {len(message):,})"})
     registry = registry or default_registry()

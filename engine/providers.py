@@ -36,6 +36,7 @@ REQUEST_FIELDS = frozenset(
     {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream"}
     | {"temperature", "top_p", "seed", "max_tokens"}
 )
+MAX_RESPONSE_MB = 5  # of text (content, call ids, names and arguments) in one model response
 
 
 class ProviderError(Exception):
@@ -183,8 +184,10 @@ def _read_completion(completion, secret=None):
             )
         )
     finish_reason = getattr(choice, "finish_reason", None)
+    content = redact(_content_text(getattr(message, "content", None)), secret)
+    _check_text_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
     return ModelResponse(
-        content=redact(_content_text(getattr(message, "content", None)), secret),
+        content=content,
         tool_calls=tuple(calls),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=_usage(getattr(completion, "usage", None)),
@@ -213,6 +216,16 @@ def _usage(usage):
         return None
     total = _count(getattr(usage, "total_tokens", None))
     return dict(zip(USAGE_KEYS, (prompt, completion, prompt + completion if total is None else total), strict=True))
+
+
+def _check_text_size(texts):
+    """A response too large to store and show, or holding text that is not valid Unicode, is not read."""
+    try:
+        size = sum(len(text.encode("utf-8")) for text in texts if isinstance(text, str))
+    except UnicodeEncodeError:
+        raise ProviderError("The model's answer could not be read: it holds text that is not valid Unicode.") from None
+    if size > MAX_RESPONSE_MB * 1024 * 1024:
+        raise ProviderError(f"The model's answer is larger than {MAX_RESPONSE_MB} MB ({size:,} bytes of text).")
 
 
 @lru_cache(maxsize=SCRIPTED_CLIENTS_KEPT)

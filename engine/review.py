@@ -3,7 +3,7 @@ and the tools to send the model, exactly as a run would send them."""
 
 from collections import Counter
 
-from .config import ValidationError, load_agent
+from .config import MAX_CALLS_PER_RESPONSE, ValidationError, json_value_problem, load_agent
 from .gate import call_key, restriction_log_message, review_calls
 from .tools import default_registry
 from .types import ToolCall
@@ -51,6 +51,19 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
     client kept. Raises ValidationError naming the bad field."""
     if not isinstance(tool_calls, list):
         raise ValidationError({"tool_calls": "must be a list"})
+    if len(tool_calls) > MAX_CALLS_PER_RESPONSE:
+        message = f"must hold at most {MAX_CALLS_PER_RESPONSE} calls, like one response (got {len(tool_calls):,})"
+        raise ValidationError({"tool_calls": message})
+    problems = {
+        f"tool_calls[{index}]{problem[0]}": problem[1]
+        for index, data in enumerate(tool_calls)
+        if (problem := json_value_problem(data))
+    }
+    for name, value in (("calls_so_far", calls_so_far), ("artifacts", artifacts)):
+        if value is not None and (problem := json_value_problem(value)):
+            problems[f"{name}{problem[0]}"] = problem[1]
+    if problems:
+        raise ValidationError(problems)
     registry = registry or default_registry()
     config, _ = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
     calls = [parse_tool_call(data, index) for index, data in enumerate(tool_calls)]

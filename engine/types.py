@@ -9,6 +9,20 @@ import copy
 import json
 from dataclasses import dataclass
 
+from .config import json_value_problem
+
+
+def _parse_json(text):
+    """(value, None), or (None, why the text is not JSON a run can take: malformed, or nested too deeply)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
+    except RecursionError:
+        return None, "the arguments are nested too deeply to be read"
+    problem = json_value_problem(value)
+    return (None, f"the arguments{problem[0]} {problem[1]}") if problem else (value, None)
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -21,10 +35,9 @@ class ToolCall:
         """(value, error): the arguments as JSON, or why they are not a JSON object."""
         value = self.arguments
         if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as error:
-                return None, f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
+            value, error = _parse_json(value) if value.strip() else ({}, None)
+            if error:
+                return None, error
         if not isinstance(value, dict):
             return None, "the arguments must be a JSON object"
         return value, None
@@ -32,10 +45,8 @@ class ToolCall:
     def arguments_for_display(self):
         """Parsed arguments when they are JSON, else the raw text: what a person reading the run wants."""
         if isinstance(self.arguments, str):
-            try:
-                return json.loads(self.arguments)
-            except json.JSONDecodeError:
-                return self.arguments
+            value, error = _parse_json(self.arguments)
+            return self.arguments if error else value
         return self.arguments
 
     def arguments_json(self):

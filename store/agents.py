@@ -5,7 +5,7 @@ by the pages, the API and the CLI), checks the revision, and writes in one trans
 import json
 import sqlite3
 
-from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, fill_defaults, validate_agent
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, validate_agent, with_defaults
 
 from . import NotFound, RevisionConflict, get_row, now, row_exists
 from .db import write_transaction
@@ -20,7 +20,7 @@ def _agent_from_rows(row, tool_rows):
     data["id"] = row["id"]
     data["revision"] = row["revision"]
     data["tools"] = {tool["tool_name"]: json.loads(tool["settings"]) for tool in tool_rows}
-    agent = fill_defaults(data)
+    agent = with_defaults(data)
     return {"id": agent["id"], **{key: agent[key] for key in AGENT_DEFAULTS}}
 
 

@@ -68,6 +68,14 @@ def backup(db, path):
         raise
 
 
+def restrict_to_owner(path):
+    """Make the database file and its WAL companions owner-only (0600). SQLite gives the companions it creates
+    later the database file's mode, so doing this at start-up covers them too."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        if os.path.exists(name):
+            os.chmod(name, 0o600)
+
+
 def get_db():
     if "db" not in g:
         g.db = open_db(current_app.config["DATABASE"])

@@ -165,6 +165,18 @@ def _history_indexes_and_counts(db):
     _create_counts_table(db, "log_counts", "log", "level")
 
 
+@migrations(name="0020_create_api_tokens")
+def _create_api_tokens(db):
+    # Only the SHA-256 of a token is kept; `hint` is its first characters, to tell tokens apart in the list.
+    db["api_tokens"].create(
+        {"id": int, "name": str, "token_hash": str, "hint": str, "created_at": str},
+        pk="id",
+        not_null={"name", "token_hash", "hint", "created_at"},
+    )
+    db["api_tokens"].create_index(["token_hash"], unique=True)
+    db["api_tokens"].create_index(["name"], unique=True)
+
+
 @migrations(name="0030_provider_request_options")
 def _add_provider_request_options(db):
     # Retries, extra headers and extra body fields of a connection (SPEC §7); the two JSON objects as text.

@@ -1,6 +1,10 @@
 """Provider connections (SPEC §7): how to reach an OpenAI-compatible server. The API key itself is never
 stored: only the name of the environment variable that holds it (empty for a server that takes no key).
 
+Whoever can edit a connection chooses where its key is sent, so the variable must look like an API key's (a name
+ending in _API_KEY) or be one the administrator listed (TOOLGATE_KEY_VARIABLES): the form cannot send the
+server's other secrets to a URL of its choosing. Runs read only such variables, whatever an older version stored.
+
 `headers` and `extra_body` are JSON objects, stored as JSON text and read back as dicts."""
 
 import json
@@ -65,7 +69,20 @@ def _check_extra_body(errors, extra_body):
         )
 
 
-def validate_provider(data):
+KEY_SUFFIX = "_API_KEY"
+
+
+def key_variable_allowed(name, key_variables=()):
+    """Whether a connection may name this environment variable: `key_variables` are the administrator's extras."""
+    return name.endswith(KEY_SUFFIX) or name in key_variables
+
+
+def key_environ(environ, key_variables=()):
+    """The variables of `environ` a run may read a key from."""
+    return {name: value for name, value in environ.items() if key_variable_allowed(name, key_variables)}
+
+
+def validate_provider(data, key_variables=()):
     """A provider connection with defaults filled in; raises ValidationError naming every bad field."""
     if not isinstance(data, dict):
         raise ValidationError({"provider": "must be a JSON object"})
@@ -90,6 +107,8 @@ def validate_provider(data):
         errors["api_key_env"] = (
             "must be an environment variable name (letters, digits and underscores), or empty for no key"
         )
+    elif api_key_env and not key_variable_allowed(api_key_env, key_variables):
+        errors["api_key_env"] = f'must end in "{KEY_SUFFIX}" or be listed in TOOLGATE_KEY_VARIABLES'
     check_text(errors, provider, "default_model", LABEL_MAX)
     timeout = provider["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= TIMEOUT_MAX:
@@ -117,8 +136,8 @@ def _from_row(row):
     return {**row, **{name: json.loads(row[name]) for name in JSON_OPTIONS}}
 
 
-def api_key_is_set(provider):
-    return bool(provider["api_key_env"]) and bool(os.environ.get(provider["api_key_env"]))
+def api_key_is_set(provider, key_variables=()):
+    return bool(provider["api_key_env"]) and bool(key_environ(os.environ, key_variables).get(provider["api_key_env"]))
 
 
 def list_providers(db):
@@ -129,8 +148,8 @@ def get_provider(db, provider_id):
     return _from_row(get_row(db["providers"], provider_id, f'No provider connection with id "{provider_id}".'))
 
 
-def create_provider(db, data):
-    provider = validate_provider(data)
+def create_provider(db, data, key_variables=()):
+    provider = validate_provider(data, key_variables)
     with write_transaction(db):
         if row_exists(db["providers"], provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
@@ -138,8 +157,8 @@ def create_provider(db, data):
     return get_provider(db, provider["id"])
 
 
-def update_provider(db, provider_id, data):
-    provider = validate_provider({**data, "id": provider_id})
+def update_provider(db, provider_id, data, key_variables=()):
+    provider = validate_provider({**data, "id": provider_id}, key_variables)
     with write_transaction(db):
         get_provider(db, provider_id)
         db["providers"].update(provider_id, _to_row(provider))

@@ -150,7 +150,7 @@ class FakeModelServer:
             "id": "fake",
             "label": "Fake",
             "base_url": self.base_url,
-            "api_key_env": "FAKE_KEY",
+            "api_key_env": "FAKE_API_KEY",
             "default_model": "m",
             "timeout": 10.0,
             "max_retries": 0,

@@ -105,11 +105,14 @@ class MemoryDocumentStore:
 def load_corpus_files(folder):
     """The .md and .txt files of a folder as documents, by file name: the id is the file stem and the title
     the first non-empty line (for Markdown without its `#`); the rest is the body. Empty files are skipped.
-    A file that is not UTF-8 text raises ValueError naming it."""
+    A file that is not UTF-8 text, or a link to a file outside the folder, raises ValueError naming it."""
     documents = []
+    inside = Path(folder).resolve()
     for path in sorted(Path(folder).iterdir()):
         if path.suffix.lower() not in CORPUS_SUFFIXES or not path.is_file():
             continue
+        if not path.resolve().is_relative_to(inside):
+            raise ValueError(f'The file "{path.name}" is a link to a file outside the folder.')
         try:
             lines = path.read_text(encoding="utf-8-sig").strip().splitlines()
         except UnicodeDecodeError:

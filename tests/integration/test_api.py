@@ -95,9 +95,9 @@ def test_json_nested_too_deeply_is_a_400_and_stores_nothing(client):
     response = client.put("/api/agents/deep", data=deep, content_type="application/json")
     assert response.status_code == 400
     assert response.get_json() == {
-        "error": "What was sent is nested too deeply to be read; nothing was saved.",
-        "field": None,
-        "errors": {},
+        "error": "body: is nested too deeply to be read",
+        "field": "body",
+        "errors": {"body": "is nested too deeply to be read"},
     }
     arguments = '{"a": ' * 500 + "1" + "}" * 500
     body = '{"label": "Deep", "script": [{"tool_calls": [{"name": "list_bundles", "arguments": ' + arguments + "}]}]}"
@@ -105,9 +105,9 @@ def test_json_nested_too_deeply_is_a_400_and_stores_nothing(client):
     assert client.get("/api/agents/deep").status_code == 404
 
 
-def test_a_body_that_is_not_json_is_a_400(client):
+def test_a_body_that_is_not_json_is_a_415(client):
     response = client.put("/api/agents/bad", data={"label": "form post"})
-    assert response.status_code == 400
+    assert response.status_code == 415
     assert "Content-Type: application/json" in response.get_json()["error"]
 
 

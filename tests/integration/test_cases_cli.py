@@ -87,7 +87,7 @@ def test_a_case_whose_agent_is_gone_is_a_junit_error(runner, client, case_id, tm
 def test_check_cases_refuses_an_unknown_agent_and_checks_nothing(runner, case_id, database):
     result = runner.invoke(args=["check-cases", "bundles", "nobody"])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert 'No agent with id "nobody"; nothing was checked.' in result.output
     assert case_store.get_case(database, case_id)["last_check"] is None
 
@@ -99,10 +99,10 @@ def test_check_cases_with_no_case_passes_and_says_so(runner):
 
 
 def test_the_api_checks_every_case_of_an_agent(client, case_id):
-    assert client.post("/api/agents/bundles/cases/check").get_json()["passed"] is True
+    assert client.post("/api/agents/bundles/cases/check", json={}).get_json()["passed"] is True
     turn_restriction_off(client)
 
-    body = client.post("/api/agents/bundles/cases/check").get_json()
+    body = client.post("/api/agents/bundles/cases/check", json={}).get_json()
 
     assert (body["passed"], body["total"], body["failed"]) == (False, 1, 1)
     assert body["cases"][0]["id"] == case_id and body["cases"][0]["differences"] == FAILURES
@@ -111,7 +111,7 @@ def test_the_api_checks_every_case_of_an_agent(client, case_id):
 
 
 def test_the_api_answers_404_for_an_unknown_agent(client):
-    response = client.post("/api/agents/nobody/cases/check")
+    response = client.post("/api/agents/nobody/cases/check", json={})
 
     assert response.status_code == 404 and response.get_json()["field"] == "agent_id"
     assert client.get("/api/agents/nobody/cases").status_code == 404
@@ -176,7 +176,7 @@ def test_a_bad_file_is_refused_with_its_name_and_field_and_nothing_is_imported(
 
     result = runner.invoke(args=["import-cases", str(tmp_path)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "Nothing was imported:" in result.output and f"  {problem}" in result.output
     assert case_store.list_cases(database) == []  # the good file was not imported either
 
@@ -187,7 +187,7 @@ def test_two_files_with_the_same_case_name_are_refused(runner, case_id, database
 
     result = runner.invoke(args=["import-cases", str(tmp_path)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "copy.json: name: is the name of the case in bundles.both-listings-rejected.json too" in result.output
 
 
@@ -198,11 +198,11 @@ def test_a_case_whose_overrides_the_agent_cannot_run_is_refused_naming_the_field
 
     result = runner.invoke(args=["import-cases", str(tmp_path)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "bundles.both-listings-rejected.json: overrides.max_rounds: must be from 0 to 100 (got 500)" in result.output
 
 
 def test_export_of_an_unknown_agent_or_an_empty_folder_is_refused(runner, tmp_path):
     assert 'No agent with id "nobody"' in runner.invoke(args=["export-cases", "nobody", str(tmp_path)]).output
     result = runner.invoke(args=["import-cases", str(tmp_path)])
-    assert result.exit_code == 1 and "has no .json file" in result.output
+    assert result.exit_code == 2 and "has no .json file" in result.output

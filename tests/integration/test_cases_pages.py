@@ -86,7 +86,7 @@ REMOTE = {
     "id": "remote",
     "label": "Remote",
     "base_url": "https://models.invalid/v1",
-    "api_key_env": "REMOTE_KEY",
+    "api_key_env": "REMOTE_API_KEY",
     "default_model": "m",
     "timeout": 5,
 }
@@ -115,7 +115,7 @@ def completion(request):
 
 @pytest.fixture
 def remote_agent(app, client, database):
-    app.config["MODEL_ENVIRON"] = {"REMOTE_KEY": "secret"}
+    app.config["MODEL_ENVIRON"] = {"REMOTE_API_KEY": "secret"}
     app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(completion)
     provider_store.create_provider(database, REMOTE)
     client.put("/api/agents/remote_agent", json=bundles_agent(provider="remote", script=[]))

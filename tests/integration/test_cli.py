@@ -72,7 +72,7 @@ def test_import_of_json_nested_too_deeply_is_refused_and_changes_nothing(runner,
 
     result = runner.invoke(args=["import-agent", str(path)])
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "is nested too deeply; nothing was imported." in result.output
     assert client.get("/api/agents").get_json()["agents"] == []
 
@@ -84,7 +84,7 @@ def test_export_prints_the_agent_as_the_api_does(runner, client):
 
 def test_export_of_an_unknown_agent_fails(runner):
     result = runner.invoke(args=["export-agent", "ghost"])
-    assert result.exit_code == 1 and 'No agent with id "ghost".' in result.output
+    assert result.exit_code == 2 and 'No agent with id "ghost".' in result.output
 
 
 def test_import_creates_an_agent(runner, tmp_path, actions):
@@ -124,7 +124,7 @@ def test_a_bad_file_changes_nothing(runner, tmp_path, client, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
     result = runner.invoke(args=["import-agent", str(path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert message in result.output
     assert client.get("/api/agents").get_json() == before
 
@@ -133,7 +133,7 @@ def test_a_file_that_is_not_utf8_is_refused_with_a_message(runner, tmp_path, cli
     path = tmp_path / "agent.json"
     path.write_bytes(b'\xff\xfe{"id": "latin", "label": "Caf\xe9"}')
     result = runner.invoke(args=["import-agent", str(path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "is not UTF-8 text; nothing was imported" in result.output
     assert client.get("/api/agents/latin").status_code == 404
 
@@ -143,7 +143,7 @@ def test_import_replace_goes_over_any_revision(runner, tmp_path, actions):
     actions.edit("canvas_builder", label="Edited")
     path = tmp_path / "agent.json"
     path.write_text(json.dumps({**DEMO_AGENTS[0], "revision": 1}))
-    assert runner.invoke(args=["import-agent", str(path)]).exit_code == 1
+    assert runner.invoke(args=["import-agent", str(path)]).exit_code == 2
     assert runner.invoke(args=["import-agent", "--replace", str(path)]).exit_code == 0
     assert actions.get("canvas_builder")["label"] == DEMO_AGENTS[0]["label"]
 

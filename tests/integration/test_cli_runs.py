@@ -111,7 +111,7 @@ def test_import_documents_refuses_a_file_that_is_not_utf8_and_imports_nothing(ru
     (folder / "good.md").write_text("# Good\n\nText.\n")
     (folder / "latin.txt").write_bytes(b"Caf\xe9 menu\n\nCr\xe8me br\xfbl\xe9e.\n")
     result = runner.invoke(args=["import-documents", str(folder)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert 'The file "latin.txt" is not UTF-8 text. Nothing was imported.' in result.output
     assert database["documents"].count == 0
 

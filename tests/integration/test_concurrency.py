@@ -12,7 +12,7 @@ from store.db import open_db
 
 BURST = 50
 RUNS = 20
-MODEL_KEY = "SLOW_MODEL_KEY"
+MODEL_KEY = "SLOW_MODEL_API_KEY"
 
 
 def live_app(tmp_path, **config):

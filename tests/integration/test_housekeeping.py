@@ -51,7 +51,7 @@ def test_backup_refuses_to_overwrite_unless_asked(runner, app, tmp_path):
     target = tmp_path / "copy.db"
     target.write_text("keep me")
     result = runner.invoke(args=["backup", str(target)])
-    assert result.exit_code == 1 and "exists; nothing was written (use --replace" in result.output
+    assert result.exit_code == 2 and "exists; nothing was written (use --replace" in result.output
     assert target.read_text() == "keep me"
     assert runner.invoke(args=["backup", str(target), "--replace"]).exit_code == 0
     assert sqlite3.connect(target).execute("SELECT count(*) FROM agents").fetchone() == (0,)
@@ -64,7 +64,7 @@ def test_backup_refuses_to_overwrite_unless_asked(runner, app, tmp_path):
 def test_backup_refuses_a_target_it_cannot_write(runner, app, tmp_path, target, message):
     path = app.config["DATABASE"] if target == "DATABASE" else str(tmp_path / target)
     result = runner.invoke(args=["backup", path, "--replace"])
-    assert result.exit_code == 1 and message in result.output
+    assert result.exit_code == 2 and message in result.output
 
 
 def age(database, run_id, days):

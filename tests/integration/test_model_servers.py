@@ -16,7 +16,7 @@ from tests.fake_model_server import FakeModelServer, Reply, completion, error_re
 from tests.unit.unit_helpers import NODE_BUNDLES, TAXONOMY_BUNDLES
 
 KEY = "sk-fake-0123456789abcdef"
-ENVIRON = {"FAKE_KEY": KEY}
+ENVIRON = {"FAKE_API_KEY": KEY}
 QUESTION = "Which bundles exist?"
 USER = {"role": "user", "content": QUESTION}
 LIST_BUNDLES = default_registry().get("list_bundles").schema_for_model()

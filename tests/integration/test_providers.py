@@ -8,7 +8,7 @@ OLLAMA = {
     "label": "Local Ollama",
     "id": "ollama",
     "base_url": "http://127.0.0.1:11434/v1",
-    "api_key_env": "TOOLGATE_TEST_KEY",
+    "api_key_env": "TOOLGATE_TEST_API_KEY",
     "default_model": "llama3.2",
     "timeout": "30",
 }
@@ -24,13 +24,13 @@ def test_empty_list_explains_providers(client):
 
 
 def test_create_then_listed_with_whether_the_key_variable_is_set(client, monkeypatch):
-    monkeypatch.delenv("TOOLGATE_TEST_KEY", raising=False)
+    monkeypatch.delenv("TOOLGATE_TEST_API_KEY", raising=False)
     response = create(client)
     assert response.status_code == 303 and response.headers["Location"] == "/providers"
     html = client.get("/providers").get_data(as_text=True)
     assert "Local Ollama" in html and "http://127.0.0.1:11434/v1" in html and "llama3.2" in html
-    assert "<code>TOOLGATE_TEST_KEY</code>" in html and "is not set" in html
-    monkeypatch.setenv("TOOLGATE_TEST_KEY", "sk-very-secret")
+    assert "<code>TOOLGATE_TEST_API_KEY</code>" in html and "is not set" in html
+    monkeypatch.setenv("TOOLGATE_TEST_API_KEY", "sk-very-secret")
     html = client.get("/providers").get_data(as_text=True)
     assert "is set" in html and "is not set" not in html
     assert "sk-very-secret" not in html
@@ -38,14 +38,14 @@ def test_create_then_listed_with_whether_the_key_variable_is_set(client, monkeyp
 
 
 def test_the_key_is_never_stored(client, database, monkeypatch):
-    monkeypatch.setenv("TOOLGATE_TEST_KEY", "sk-very-secret")
+    monkeypatch.setenv("TOOLGATE_TEST_API_KEY", "sk-very-secret")
     create(client)
     assert [dict(row) for row in database["providers"].rows] == [
         {
             "id": "ollama",
             "label": "Local Ollama",
             "base_url": "http://127.0.0.1:11434/v1",
-            "api_key_env": "TOOLGATE_TEST_KEY",
+            "api_key_env": "TOOLGATE_TEST_API_KEY",
             "default_model": "llama3.2",
             "timeout": 30.0,
             "max_retries": 2,

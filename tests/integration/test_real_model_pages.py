@@ -19,7 +19,7 @@ NODE_CALL = '{"entity_type": "node"}'
 
 @pytest.fixture
 def server(app):
-    app.config["MODEL_ENVIRON"] = {"FAKE_KEY": KEY}
+    app.config["MODEL_ENVIRON"] = {"FAKE_API_KEY": KEY}
     with FakeModelServer() as running:
         yield running
 

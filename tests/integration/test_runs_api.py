@@ -167,12 +167,12 @@ def test_bad_input_is_a_400_naming_the_field_and_stores_nothing(client, bundles,
 
 
 @pytest.mark.parametrize(
-    ("data", "content_type"),
-    [("not json", "application/json"), ('["a list"]', "application/json"), ("message=hi", "text/plain")],
+    ("data", "content_type", "status"),
+    [("not json", "application/json", 400), ('["a list"]', "application/json", 400), ("message=hi", "text/plain", 415)],
 )
-def test_a_body_that_is_not_a_json_object_is_a_400(client, bundles, database, data, content_type):
+def test_a_body_that_is_not_a_json_object_is_refused(client, bundles, database, data, content_type, status):
     response = client.post("/api/agents/bundles/runs", data=data, content_type=content_type)
-    assert response.status_code == 400
+    assert response.status_code == status
     assert response.json["field"] == "body"
     assert counts(database) == (0, 0)
 
@@ -231,7 +231,7 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
             return httpx2.Response(200, json=completion)
         return httpx2.Response(400, json={"error": {"message": "the model is on fire"}})
 
-    app.config["MODEL_ENVIRON"] = {"REMOTE_KEY": "secret"}
+    app.config["MODEL_ENVIRON"] = {"REMOTE_API_KEY": "secret"}
     app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(handler)
     provider_store.create_provider(
         database,
@@ -239,7 +239,7 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
             "id": "remote",
             "label": "Remote",
             "base_url": "https://models.invalid/v1",
-            "api_key_env": "REMOTE_KEY",
+            "api_key_env": "REMOTE_API_KEY",
             "default_model": "m",
             "timeout": 5,
         },

@@ -68,7 +68,7 @@ BAD_VALUES = [
     ({"temperature": -0.1}, "temperature", "must be from 0 to 2 (got -0.1)"),
     ({"temperature": "hot"}, "temperature", "must be empty (null) or a number from 0 to 2"),
     ({"temperature": True}, "temperature", "must be empty (null) or a number from 0 to 2"),
-    ({"temperature": math.nan}, "temperature", "must be empty (null) or a number from 0 to 2"),
+    ({"temperature": math.nan}, "temperature", "is NaN or Infinity, which are not JSON numbers"),
     ({"top_p": 1.01}, "top_p", "must be from 0 to 1 (got 1.01)"),
     ({"seed": 1.5}, "seed", "must be empty (null) or a whole number (a signed 64-bit integer)"),
     ({"seed": 2**63}, "seed", "must be empty (null) or a whole number (a signed 64-bit integer)"),

@@ -1,0 +1,115 @@
+"""Checks on what a request sends, before any view reads it: every name and value in the query string, a form or
+a JSON body must be valid Unicode text, and the JSON API takes writes in JSON only.
+
+Without them, werkzeug turns bytes that are not UTF-8 into U+FFFD (a multipart form) or keeps them as "%FF" (a
+URL-encoded one), so the text would be stored changed without a word; and JSON may carry a lone surrogate
+("\\ud800"), which SQLite cannot store, or NaN, which is not JSON. Each is refused with a 400 naming the field, so
+nothing is stored.
+Requiring `Content-Type: application/json` for API writes means a cross-site HTML form cannot post to the API,
+which needs no CSRF token: a browser sends such a request cross-site only after a CORS preflight, which we never
+answer.
+"""
+
+from urllib.parse import unquote_to_bytes
+
+from flask import request
+from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
+
+from blueprints import error_response, is_api_request, json_error
+from engine.config import json_value_problem
+
+API_WRITE_METHODS = ("POST", "PUT", "PATCH")
+
+
+def _refuse(field, message):
+    if is_api_request():
+        return json_error(400, message, field)
+    return error_response(400, "Not valid text", f'The field "{field}" {message}; nothing was saved.')
+
+
+def _decoded(part, errors="strict"):
+    return unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8", errors)
+
+
+def bad_urlencoded_field(raw):
+    """The first name in `a=1&b=2` (a query string or a form body) whose name or value is not UTF-8, or None."""
+    for pair in raw.split(b"&"):
+        name, _, value = pair.partition(b"=")
+        try:
+            _decoded(name)
+            _decoded(value)
+        except UnicodeDecodeError:
+            return _decoded(name, errors="replace")
+    return None
+
+
+def bad_multipart_field(raw, boundary):
+    """The first field of a multipart form whose value is not UTF-8 ("body" when a part's headers are not), or
+    None. Uploaded files are not text and not checked."""
+    decoder = MultipartDecoder(boundary.encode("latin-1"))
+    decoder.receive_data(raw)
+    decoder.receive_data(None)
+    name, chunks = None, []
+    while True:
+        try:
+            event = decoder.next_event()
+        except UnicodeDecodeError:
+            return "body"
+        except ValueError:  # not a well-formed form: werkzeug reads it as an empty one
+            return None
+        if isinstance(event, Field):
+            name, chunks = event.name, []
+        elif isinstance(event, File):
+            name = None
+        elif isinstance(event, Data) and name is not None:
+            chunks.append(event.data)
+            if not event.more_data and not _is_utf8(b"".join(chunks)):
+                return name
+        elif isinstance(event, (Epilogue, NeedData)):
+            return None
+
+
+def _is_utf8(data):
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def require_json_for_api_writes():
+    if request.routing_exception is None and is_api_request() and request.method in API_WRITE_METHODS:
+        if not request.is_json:
+            return json_error(415, 'must be JSON, sent with the header "Content-Type: application/json"', "body")
+    return None
+
+
+def refuse_text_that_is_not_unicode():
+    if request.routing_exception is not None:
+        return None  # a 404 or 405 follows; nothing will read the request
+    name = bad_urlencoded_field(request.query_string)
+    if name is not None:
+        return _refuse(name, "is not valid UTF-8 text")
+    if request.mimetype == "application/x-www-form-urlencoded":
+        name = bad_urlencoded_field(request.get_data())
+    elif request.mimetype == "multipart/form-data" and "boundary" in request.mimetype_params:
+        name = bad_multipart_field(request.get_data(), request.mimetype_params["boundary"])
+    elif request.is_json:
+        return _json_problem()
+    return _refuse(name, "is not valid UTF-8 text") if name is not None else None
+
+
+def _json_problem():
+    if not _is_utf8(request.get_data()):
+        return _refuse("body", "is not valid UTF-8 text")
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:
+        return _refuse("body", "is nested too deeply to be read")
+    problem = json_value_problem(data, max_depth=None)  # how deep a field may go is the field's business
+    return _refuse(problem[0].removeprefix(".") or "body", problem[1]) if problem else None
+
+
+def init_app(app):
+    app.before_request(require_json_for_api_writes)
+    app.before_request(refuse_text_that_is_not_unicode)

@@ -1,0 +1,58 @@
+"""API tokens: named secrets that open the JSON API when the login is on. A token is shown once, when it is
+created; only its SHA-256 is stored. A random 256-bit secret needs no slow password hash: nobody can guess it from
+its digest, and the digest lets a request's token be found in one indexed lookup."""
+
+import hashlib
+import secrets
+import sqlite3
+
+from engine.config import check_text
+
+from . import ValidationError, get_row, now
+
+PREFIX = "tg_"  # so a token pasted somewhere it should not be is recognisable
+NAME_MAX = 100
+HINT_LENGTH = len(PREFIX) + 4
+COLUMNS = "id, name, hint, created_at"
+
+
+def _digest(secret):
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_token(db, data):
+    """Create a token from {"name"}; returns (the token's row, the secret to show once). Raises ValidationError."""
+    errors = {}
+    if not isinstance(data, dict):
+        raise ValidationError({"token": "must be a JSON object"})
+    check_text(errors, data, "name", NAME_MAX, required=True)
+    if errors:
+        raise ValidationError(errors)
+    name = data["name"].strip()
+    secret = PREFIX + secrets.token_urlsafe(32)
+    row = {"name": name, "token_hash": _digest(secret), "hint": secret[:HINT_LENGTH], "created_at": now()}
+    try:
+        with db.atomic():
+            table = db["api_tokens"].insert(row)
+    except sqlite3.IntegrityError:  # the unique index on the name
+        raise ValidationError({"name": f'is already the name of another token ("{name}")'}) from None
+    return get_token(db, table.last_pk), secret
+
+
+def list_tokens(db):
+    return list(db.query(f"SELECT {COLUMNS} FROM api_tokens ORDER BY name COLLATE NOCASE, id"))
+
+
+def get_token(db, token_id):
+    row = get_row(db["api_tokens"], token_id, f"No API token with id {token_id}.")
+    return {key: row[key] for key in ("id", "name", "hint", "created_at")}
+
+
+def revoke_token(db, token_id):
+    with db.atomic():
+        get_token(db, token_id)
+        db["api_tokens"].delete(token_id)
+
+
+def token_is_valid(db, secret):
+    return db["api_tokens"].count_where("token_hash = ?", [_digest(secret)]) > 0
