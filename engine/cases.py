@@ -109,14 +109,15 @@ def _script_arguments(raw, results):
     return text
 
 
-def _script_item(assistant, results):
+def _script_item(assistant, results, original_ids):
     calls = assistant.get("tool_calls") or []
     if not calls:
         return {"content": assistant.get("content") or ""}
     item = {"content": assistant["content"]} if assistant.get("content") else {}
     item["tool_calls"] = []
     for call in calls:
-        entry = {"id": call["id"]} if call.get("id") else {}
+        sent_id = original_ids.get(call.get("id")) or call.get("id")
+        entry = {"id": sent_id} if sent_id else {}
         entry["name"] = call["function"]["name"]
         entry["arguments"] = _script_arguments(call["function"]["arguments"], results)
         item["tool_calls"].append(entry)
@@ -124,11 +125,16 @@ def _script_item(assistant, results):
 
 
 def script_from_run(run):
-    """The script the model played in this run: one item per assistant message of the transcript."""
+    """The script the model played in this run: one item per assistant message of the transcript, with the ids
+    the model sent (a repaired id's `original_id`, so the replay repairs it again; a missing id stays the
+    repaired one, since the scripted model always sends one)."""
+    original_ids = {
+        call["id"]: call.get("original_id") for round_ in run.get("rounds") or [] for call in round_.get("calls") or []
+    }
     script, results = [], {}
     for message in run["messages"]:
         if message.get("role") == "assistant":
-            script.append(_script_item(message, results))
+            script.append(_script_item(message, results, original_ids))
         elif message.get("role") == "tool" and message.get("tool_call_id"):
             results[message["tool_call_id"]] = message.get("content") or ""
     return script

@@ -66,6 +66,15 @@ RUN_KINDS = {
     "tool error": (CANVAS, [tool_round(call("edit_component", {"uuid": "nowhere", "props": {}})), answer("")], {}),
     "script exhausted": (CATALOG, [tool_round(call("list_entity_types"))], {}),
     "tools off": (CATALOG, [answer("No tools for me.")], {"max_rounds": 0}),
+    "repaired ids": (
+        {"list_entity_types": {}},
+        [
+            tool_round(call("list_entity_types", call_id="same"), call("list_entity_types", call_id="same")),
+            tool_round(call("list_entity_types", call_id="same")),
+            answer("Listed."),
+        ],
+        {},
+    ),
 }
 
 
@@ -241,6 +250,19 @@ def test_the_script_keeps_the_argument_strings_a_real_model_sent_byte_for_byte()
     ]
     assert replayed == sent
     assert check_case(agent, case)["passed"]
+
+
+def test_the_script_keeps_the_ids_the_model_sent_so_the_replay_repairs_them_again():
+    tools, script, fields = RUN_KINDS["repaired ids"]
+    run = run_agent(make_agent(tools=tools, script=script, **fields), "Go.")
+    assert [[call["id"] for call in round_["calls"]] for round_ in run["rounds"][:2]] == [
+        ["same", "repaired_1_2"],
+        ["repaired_2_1"],
+    ]
+
+    case = case_from_run(run, "ids")
+
+    assert [[call["id"] for call in item["tool_calls"]] for item in case["script"][:2]] == [["same", "same"], ["same"]]
 
 
 def test_a_script_is_rebuilt_from_the_transcript_one_item_per_model_response():
