@@ -192,6 +192,11 @@ class ToolSettingsForm(Form):
     progress_message = StringField(
         "Progress message", description="Shown beside this tool's calls on the run page, e.g. “Listing bundles…”."
     )
+    require_approval = BooleanField(
+        "Require approval",
+        description="A response that calls this tool waits, before any of its calls runs, until a person approves, "
+        "edits or rejects each call of this tool.",
+    )
     arguments = arguments_field(None)  # each tool's own, from its schema: see _tools_field
 
     def settings(self):
@@ -208,6 +213,7 @@ class ToolSettingsForm(Form):
             "argument_descriptions": argument_descriptions,
             "use_artifacts": self.use_artifacts.data,
             "progress_message": (self.progress_message.data or "").strip(),
+            "require_approval": self.require_approval.data,
         }
 
 

@@ -51,6 +51,7 @@ TOOL_SETTING_DEFAULTS = MappingProxyType(
         "argument_descriptions": {},
         "use_artifacts": False,
         "progress_message": "",
+        "require_approval": False,
     }
 )
 
@@ -109,6 +110,7 @@ class ToolSettings:
     argument_descriptions: MappingProxyType = field(default_factory=_empty_mapping)  # argument name -> text
     use_artifacts: bool = False
     progress_message: str = ""
+    require_approval: bool = False
 
     @classmethod
     def from_json(cls, settings):
@@ -290,7 +292,7 @@ def _check_tool_settings(errors, tool_name, settings, known_tools):
     for key in settings:
         if key not in TOOL_SETTING_DEFAULTS:
             errors[f"{prefix}.{key}"] = "is not a tool setting"
-    for key in ("restrict_multiple_calls", "require_usage", "return_directly", "use_artifacts"):
+    for key in ("restrict_multiple_calls", "require_usage", "return_directly", "use_artifacts", "require_approval"):
         if not isinstance(settings[key], bool):
             errors[f"{prefix}.{key}"] = "must be true or false"
     for key in ("multiple_call_error_message", "description_override"):

@@ -81,6 +81,7 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
                 "argument_descriptions": {},
                 "use_artifacts": False,
                 "progress_message": "",
+                "require_approval": False,
             },
             "read_document": {"return_directly": True, "description_override": "Read it."},
         },
@@ -118,6 +119,7 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
                 "argument_descriptions": {},
                 "use_artifacts": False,
                 "progress_message": "",
+                "require_approval": False,
             },
             "read_document": {
                 "restrict_multiple_calls": False,
@@ -131,6 +133,7 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
                 "argument_descriptions": {},
                 "use_artifacts": False,
                 "progress_message": "",
+                "require_approval": False,
             },
         },
         "script": [{"content": "Hi"}],
@@ -329,6 +332,7 @@ def test_saving_with_the_restriction_off_clears_the_message(client, actions):
         "argument_descriptions": {},
         "use_artifacts": False,
         "progress_message": "",
+        "require_approval": False,
     }
 
 

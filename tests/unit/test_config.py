@@ -32,6 +32,7 @@ TOOL_DEFAULTS = {
     "argument_descriptions": {},
     "use_artifacts": False,
     "progress_message": "",
+    "require_approval": False,
 }
 
 
