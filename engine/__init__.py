@@ -15,7 +15,7 @@ from .config import (
     fill_defaults,
     validate_agent,
 )
-from .loop import STOP_REASONS, run_agent
+from .loop import STOP_REASONS, advance_run, decide_run, run_agent, start_run, stop_run
 from .review import review_tool_calls, tools_for_agent
 from .tools import default_registry
 
@@ -26,11 +26,15 @@ __all__ = [
     "AgentConfig",
     "ValidationError",
     "ToolSettings",
+    "advance_run",
     "apply_overrides",
+    "decide_run",
     "default_registry",
     "fill_defaults",
     "review_tool_calls",
     "run_agent",
+    "start_run",
+    "stop_run",
     "tools_for_agent",
     "validate_agent",
 ]

@@ -75,8 +75,24 @@ def _review_one(call, config, registry, calls_so_far, identical_so_far, artifact
     if tool is None:
         return Verdict(call, False, UNKNOWN_TOOL, texts.UNKNOWN_TOOL)
     settings = config.settings_for(call.name)
+    verdict = _check_arguments(call, tool, settings, *call.parsed_arguments(), artifacts)
+    if not verdict.allowed:
+        return verdict
+    identical = identical_so_far[call_key(call.name, verdict.arguments)]
+    if settings.max_identical_calls and identical >= settings.max_identical_calls:
+        message = texts.REPEATED_CALL.format(tool=call.name, count=identical)
+        return Verdict(call, False, REPEATED_CALL, message, replaced_placeholders=verdict.replaced_placeholders)
+    limit = settings.max_calls_per_run
+    if limit and calls_so_far[call.name] >= limit:
+        message = texts.CALL_LIMIT.format(name=call.name, limit=limit)
+        return Verdict(call, False, CALL_LIMIT, message, replaced_placeholders=verdict.replaced_placeholders)
+    return verdict
+
+
+def _check_arguments(call, tool, settings, arguments, error, artifacts):
+    """Placeholders, the schema the model saw and the argument rules, for arguments already read as JSON (or the
+    `error` that says why they are not a JSON object)."""
     replaced = ()
-    arguments, error = call.parsed_arguments()
     if error is None:
         arguments, replaced, error = resolve_artifacts(arguments, artifacts)
     if error is None:
@@ -87,15 +103,15 @@ def _review_one(call, config, registry, calls_so_far, identical_so_far, artifact
     arguments, forced, message = apply_argument_rules(call.name, arguments, settings.argument_rules)
     if message is not None:
         return Verdict(call, False, ARGUMENT_NOT_ALLOWED, message, replaced_placeholders=replaced)
-    identical = identical_so_far[call_key(call.name, arguments)]
-    if settings.max_identical_calls and identical >= settings.max_identical_calls:
-        message = texts.REPEATED_CALL.format(tool=call.name, count=identical)
-        return Verdict(call, False, REPEATED_CALL, message, replaced_placeholders=replaced)
-    limit = settings.max_calls_per_run
-    if limit and calls_so_far[call.name] >= limit:
-        message = texts.CALL_LIMIT.format(name=call.name, limit=limit)
-        return Verdict(call, False, CALL_LIMIT, message, replaced_placeholders=replaced)
     return Verdict(call, True, arguments=arguments, forced_arguments=forced, replaced_placeholders=replaced)
+
+
+def review_edited_arguments(call, arguments, config, registry, artifacts=None):
+    """The verdict on arguments a reviewer put in place of the model's: the argument checks of step 1 (the call
+    itself already passed the gate, limits included)."""
+    tool = registry.get(call.name)
+    error = None if isinstance(arguments, dict) else "the arguments must be a JSON object"
+    return _check_arguments(call, tool, config.settings_for(call.name), arguments, error, artifacts or {})
 
 
 def review_calls(calls, config, registry, calls_so_far=None, *, identical_so_far=None, artifacts=None):

@@ -1,9 +1,14 @@
 """The agent loop (SPEC §4): rounds, the round cap, reminders, return_directly, and the gate before every round.
 
-`run_agent` is the one entry point the web layer, the CLI, the tests and the benchmarks use. It returns the run
-as plain JSON-serialisable data in the shape of `POST /api/agents/<id>/runs`, without the `id` storage assigns.
+A run can be driven step by step: `start_run` returns its state as plain JSON, `advance_run` makes one model
+request from such a state and returns the next one, `decide_run` takes a reviewer's decisions on a round that waits
+for approval, `stop_run` ends it. Between two calls the state can be stored anywhere; a process that picks it up
+goes on exactly where the last one stopped. `run_agent` is "start, then advance until it stops" in one call, the
+entry point the CLI, the tests and the benchmarks use. Both return the run in the shape of
+`POST /api/agents/<id>/runs`, without the `id` storage assigns (a state's run is `state["run"]`).
 """
 
+import copy
 import json
 import logging
 import time
@@ -11,16 +16,25 @@ from collections import Counter
 from dataclasses import replace
 
 from . import texts
+from .approvals import REVIEWER_REJECTED, PendingRound, read_decisions
 from .call_ids import repair_call_ids
 from .config import MESSAGE_MAX, NOT_UNICODE, ValidationError, is_valid_unicode, load_agent
-from .gate import TOOLS_DISABLED, call_key, reject_without_tools, restriction_log_message, review_calls
+from .gate import (
+    TOOLS_DISABLED,
+    Verdict,
+    call_key,
+    reject_without_tools,
+    restriction_log_message,
+    review_calls,
+    review_edited_arguments,
+)
 from .providers import ProviderError, model_for_agent
 from .redaction import redact
 from .tools import ToolError, default_registry
 from .tools.context import RunContext
 from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, store_for
+from .types import AWAITING, EXECUTED, FINISHED, REJECTED, RUNNING, CallRecord, Round, RunRecord
 from .types import ERROR as CALL_ERROR
-from .types import EXECUTED, REJECTED, CallRecord, Round, RunRecord
 
 logger = logging.getLogger("toolgate")
 
@@ -32,8 +46,9 @@ RETURN_DIRECTLY = "return_directly"
 ERROR = "error"
 TRUNCATED = "truncated"
 CONTENT_FILTER = "content_filter"
+STOPPED = "stopped"
 TOOL_ERROR = "tool_error"
-STOP_REASONS = (ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR, TRUNCATED, CONTENT_FILTER)
+STOP_REASONS = (ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR, TRUNCATED, CONTENT_FILTER, STOPPED)
 # An answer the provider cut off ends the run, its partial text the answer (SPEC §4).
 CUT_OFF_STOP_REASONS = {"length": TRUNCATED, "content_filter": CONTENT_FILTER}
 
@@ -43,15 +58,14 @@ def _tool_output_text(output):
 
 
 class _Run:
-    """The mutable state of one run; `run_agent` drives it and returns its `record()`."""
+    """The mutable state of one run, in memory between two steps; `to_state` and `from_state` are its JSON form."""
 
-    def __init__(self, config, agent, message, overrides, registry, model, documents, on_event):
+    def __init__(self, config, agent, message, overrides, registry, documents, on_event):
         self.config = config
         self.agent = agent
         self.message = message
         self.overrides = overrides
         self.registry = registry
-        self.model = model
         self.on_event = on_event
         self.context = RunContext(documents=documents)
         self.messages = []
@@ -65,9 +79,15 @@ class _Run:
         self.identical_so_far = Counter()  # the same, per gate.call_key, for max_identical_calls
         self.artifacts = []  # use_artifacts outputs, as RunRecord.artifacts
         self.executed = set()  # tools that executed successfully, for require_usage
+        self.pending = None  # the PendingRound that waits for approval
         self.stop_reason = None
         self.answer = None
         self.error = None
+        self.duration_ms = 0.0  # time spent in steps; the waits between them do not count
+
+    @property
+    def state(self):
+        return self.record().state
 
     def emit(self, event):
         if self.on_event is not None:
@@ -99,44 +119,44 @@ class _Run:
     def cap_message(self):
         return self.config.max_rounds_message or texts.MAX_ROUNDS
 
-    def drive(self):
-        self.start_messages()
-        cap = self.config.max_rounds
-        while self.stop_reason is None:
-            if cap and self.rounds_used >= cap and self.config.on_round_cap == "message":
-                self.finish(ROUND_CAP, self.cap_message())
-                break
-            offer = bool(self.config.tools) and self.rounds_used < cap
-            tools = self.tool_schemas() if offer else None
-            round_ = self.ask(tools)
-            if round_ is None:
-                break
-            response = round_.response
-            if not response.tool_calls and response.finish_reason in CUT_OFF_STOP_REASONS:
-                self.finish(CUT_OFF_STOP_REASONS[response.finish_reason], response.content or "")
-            elif not response.tool_calls:
-                round_ = self.after_answer(round_, response, offered=offer)
-            elif not offer:
-                round_ = self.answer_tool_calls(round_, reject_without_tools(response.tool_calls))
-                self.finish(TOOLS_DISABLED, response.content or self.cap_message())
-            else:
-                self.rounds_used += 1
-                round_ = self.tool_round(round_, response)
-            self.rounds.append(round_)
-            if self.on_event is not None:  # a round's JSON is not free: build it only for a listener
-                self.emit({"type": "round", "round": round_.to_json()})
+    def provider_failed(self, error, doing):
+        self.error = redact(str(error), self.secret)
+        self.write_log("error", "provider_error", f'The agent "{self.config.id}" {doing}: {self.error}')
+        self.finish(ERROR, None)
 
-    def ask(self, tools):
+    def step(self, model):
+        """One model request and what follows from its answer: a round, or a round that waits for approval."""
+        if not self.messages:
+            self.start_messages()
+        offer = bool(self.config.tools) and self.rounds_used < self.config.max_rounds
+        tools = self.tool_schemas() if offer else None
+        round_ = self.ask(model, tools)
+        if round_ is None:
+            return
+        response = round_.response
+        if not response.tool_calls and response.finish_reason in CUT_OFF_STOP_REASONS:
+            self.finish(CUT_OFF_STOP_REASONS[response.finish_reason], response.content or "")
+        elif not response.tool_calls:
+            round_ = self.after_answer(round_, response, offered=offer)
+        elif not offer:
+            round_ = self.answer_tool_calls(round_, reject_without_tools(response.tool_calls).verdicts)
+            self.finish(TOOLS_DISABLED, response.content or self.cap_message())
+        else:
+            self.rounds_used += 1
+            round_ = self.tool_round(round_, response)
+            if round_ is None:
+                return
+        self.complete_round(round_)
+
+    def ask(self, model, tools):
         """One request: the round it starts, its call ids repaired and its answer in the transcript; None when
         the provider failed (the run has ended with the error)."""
         self.model_requests += 1
         started = time.perf_counter()
         try:
-            response = self.model.complete(self.messages, tools, self.config.parallel_tool_calls)
+            response = model.complete(self.messages, tools, self.config.parallel_tool_calls)
         except ProviderError as error:
-            self.error = redact(str(error), self.secret)
-            self.write_log("error", "provider_error", f'The agent "{self.config.id}" stopped: {self.error}')
-            self.finish(ERROR, None)
+            self.provider_failed(error, "stopped")
             return None
         latency_ms = (time.perf_counter() - started) * 1000
         number = len(self.rounds) + 1
@@ -151,6 +171,24 @@ class _Run:
             tools_sent=tuple(tools) if tools else None,
             latency_ms=latency_ms,
         )
+
+    def complete_round(self, round_):
+        self.rounds.append(round_)
+        if self.on_event is not None:  # a round's JSON is not free: build it only for a listener
+            self.emit({"type": "round", "round": round_.to_json()})
+        cap = self.config.max_rounds
+        if self.stop_reason is None and cap and self.rounds_used >= cap and self.config.on_round_cap == "message":
+            self.finish(ROUND_CAP, self.cap_message())
+
+    def drive(self, model, decisions=None):
+        """Step until the run ends, or waits for a decision that `decisions` (call id -> decision) lacks."""
+        while self.stop_reason is None:
+            if self.pending is None:
+                self.step(model)
+            elif decisions and not [call_id for call_id in self.pending.awaiting if call_id not in decisions]:
+                self.decide({call_id: decisions[call_id] for call_id in self.pending.awaiting})
+            else:
+                return
 
     def append_assistant_message(self, response):
         # Never null: OpenAI refuses it without tool calls, and some servers (llama.cpp's) with them.
@@ -178,17 +216,30 @@ class _Run:
         return round_
 
     def tool_round(self, round_, response):
+        """The gate's verdicts carried out; None when the round waits for approval instead (nothing ran)."""
         review = review_calls(
             response.tool_calls,
             self.config,
             self.registry,
             self.calls_so_far,
             identical_so_far=self.identical_so_far,
-            artifacts={artifact["placeholder"]: artifact["content"] for artifact in self.artifacts},
+            artifacts=self.artifact_contents(),
         )
         if review.restricted_tools:
             self.write_log("error", "policy_violation", restriction_log_message(self.config.id, review))
-        round_ = self.answer_tool_calls(round_, review)
+        awaiting = tuple(
+            verdict.call.id
+            for verdict in review.verdicts
+            if verdict.allowed and self.config.settings_for(verdict.call.name).require_approval
+        )
+        if awaiting:
+            self.pending = PendingRound(round_, review.verdicts, awaiting)
+            self.emit({"type": "awaiting_approval", "round": self.pending.view(self.progress_message).to_json()})
+            return None
+        return self.carry_out(round_, review.verdicts)
+
+    def carry_out(self, round_, verdicts, reviews=None):
+        round_ = self.answer_tool_calls(round_, verdicts, reviews)
         direct = next(
             (
                 call
@@ -201,10 +252,69 @@ class _Run:
             self.finish(RETURN_DIRECTLY, direct.output)
         return round_
 
-    def answer_tool_calls(self, round_, review):
+    def artifact_contents(self):
+        return {artifact["placeholder"]: artifact["content"] for artifact in self.artifacts}
+
+    def decide(self, decisions, complete=True):
+        """Record decisions on the waiting round (call id -> decision, JSON form); once every call has one, the
+        round runs. `complete`: every call still undecided must be decided now."""
+        pending = self.pending.with_decisions(self.checked_decisions(decisions))
+        undecided = pending.undecided()
+        if undecided and complete:
+            raise ValidationError({f"decisions.{undecided[0]}": "needs a decision: approve or reject this call"})
+        self.pending = pending
+        if undecided:
+            return
+        verdicts, reviews = [], {}
+        for verdict in pending.verdicts:
+            decision = pending.decisions.get(verdict.call.id)
+            if decision is not None:
+                reviews[verdict.call.id] = decision.review()
+                verdict = self.decided_verdict(verdict, decision)
+            verdicts.append(verdict)
+        self.pending = None
+        self.complete_round(self.carry_out(pending.round, verdicts, reviews))
+
+    def checked_decisions(self, data):
+        decisions = read_decisions(data, self.pending)
+        for call_id, decision in decisions.items():
+            if decision.arguments is not None:
+                verdict = self.edited_verdict(call_id, decision.arguments)
+                if not verdict.allowed:
+                    raise ValidationError({f"decisions.{call_id}.arguments": verdict.message})
+        return decisions
+
+    def edited_verdict(self, call_id, arguments):
+        call = next(verdict.call for verdict in self.pending.verdicts if verdict.call.id == call_id)
+        return review_edited_arguments(call, arguments, self.config, self.registry, self.artifact_contents())
+
+    def decided_verdict(self, verdict, decision):
+        if not decision.approve:
+            message = texts.reviewer_rejected_message(decision.reason)
+            return Verdict(
+                verdict.call, False, REVIEWER_REJECTED, message, replaced_placeholders=verdict.replaced_placeholders
+            )
+        if decision.arguments is not None:
+            return self.edited_verdict(verdict.call.id, decision.arguments)
+        return verdict
+
+    def stop(self):
+        """A person stopped the run: a round that waits for approval is answered without running any of it."""
+        if self.pending is not None:
+            verdicts = [
+                Verdict(verdict.call, False, STOPPED, texts.STOPPED_CALL) if verdict.allowed else verdict
+                for verdict in self.pending.verdicts
+            ]
+            round_ = self.answer_tool_calls(self.pending.round, verdicts)
+            self.pending = None
+            self.rounds.append(round_)
+            self.emit({"type": "round", "round": round_.to_json()})
+        self.finish(STOPPED, None)
+
+    def answer_tool_calls(self, round_, verdicts, reviews=None):
         """Run the allowed calls in response order; one tool message per call id."""
         records = []
-        for verdict in review.verdicts:
+        for verdict in verdicts:
             if verdict.allowed:
                 record = self.execute(verdict, round_.number)
             else:
@@ -216,6 +326,8 @@ class _Run:
                     replaced_placeholders=verdict.replaced_placeholders,
                     progress_message=self.progress_message(verdict.call.name),
                 )
+            if reviews and verdict.call.id in reviews:
+                record = replace(record, review=reviews[verdict.call.id])
             self.messages.append({"role": "tool", "tool_call_id": verdict.call.id, "content": record.tool_message})
             records.append(record)
         return replace(round_, calls=tuple(records))
@@ -264,7 +376,7 @@ class _Run:
         )
         return placeholder
 
-    def record(self, duration_ms):
+    def record(self):
         return RunRecord(
             agent_id=self.config.id,
             message=self.message,
@@ -280,10 +392,138 @@ class _Run:
             sources=tuple(self.context.sources),
             layout=tuple(self.context.layout),
             log=tuple(self.log),
-            duration_ms=duration_ms,
+            duration_ms=self.duration_ms,
             artifacts=tuple(self.artifacts),
             model_requests=self.model_requests,
+            pending_round=self.pending.view(self.progress_message) if self.pending is not None else None,
         )
+
+    def to_state(self):
+        """The run and what the loop needs to go on with it, as plain JSON."""
+        return {
+            "run": self.record().to_json(),
+            "loop": {
+                "calls_so_far": dict(self.calls_so_far),
+                "identical_so_far": [
+                    [name, arguments, count] for (name, arguments), count in self.identical_so_far.items()
+                ],
+                "executed": sorted(self.executed),
+                "call_ids": sorted(self.call_ids),
+                "in_context": sorted(self.context.in_context),
+                "pending": self.pending.to_state() if self.pending is not None else None,
+            },
+        }
+
+    @classmethod
+    def from_state(cls, state, registry, documents, on_event):
+        state = copy.deepcopy(state)
+        run, loop = state["run"], state["loop"]
+        config, agent = load_agent(run["agent"], known_tools=registry.parameters_by_name())
+        self = cls(config, agent, run["message"], run["overrides"], registry, documents, on_event)
+        self.messages = run["messages"]
+        self.rounds = [Round.from_json(round_) for round_ in run["rounds"]]
+        self.log = run["log"]
+        self.rounds_used = run["rounds_used"]
+        self.artifacts = run["artifacts"]
+        self.context.sources = run["sources"]
+        self.context.layout = run["layout"]
+        self.context.in_context = set(loop["in_context"])
+        self.calls_so_far = Counter(loop["calls_so_far"])
+        self.identical_so_far = Counter(
+            {(name, arguments): count for name, arguments, count in loop["identical_so_far"]}
+        )
+        self.executed = set(loop["executed"])
+        self.call_ids = set(loop["call_ids"])
+        self.model_requests = run["model_requests"]
+        self.pending = PendingRound.from_state(loop["pending"]) if loop["pending"] is not None else None
+        self.stop_reason, self.answer, self.error = run["stop_reason"], run["answer"], run["error"]
+        self.duration_ms = run["duration_ms"]
+        return self
+
+
+def _begin(agent, message, overrides, registry, documents, on_event):
+    """A new run of the agent on `message`; ValidationError names a bad field. Its first messages are put in
+    place by its first step, once its model is at hand."""
+    if not isinstance(message, str) or not message.strip():
+        raise ValidationError({"message": "must be a non-empty string"})
+    if not is_valid_unicode(message):
+        raise ValidationError({"message": NOT_UNICODE})
+    if len(message) > MESSAGE_MAX:
+        raise ValidationError({"message": f"must be at most {MESSAGE_MAX:,} characters (got {len(message):,})"})
+    config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
+    return _Run(config, merged, message, json.loads(json.dumps(overrides or {})), registry, documents, on_event)
+
+
+class _Timed:
+    """Adds the time spent in the block to the run's duration."""
+
+    def __init__(self, run):
+        self.run = run
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+        return self.run
+
+    def __exit__(self, *exc_info):
+        self.run.duration_ms += (time.perf_counter() - self.started) * 1000
+
+
+def _model_or_stop(run, providers, environ, transport, model):
+    """The model to ask, or None when the agent's provider cannot be used (the run has ended with the error)."""
+    if model is None:
+        try:
+            model = model_for_agent(run.config, providers, environ, transport)
+        except ProviderError as error:
+            run.provider_failed(error, "stopped" if run.rounds else "could not start")
+            return None
+    run.secret = getattr(model, "secret", None)
+    return model
+
+
+def _checked_state(run, expected, action):
+    if run.state != expected:
+        raise ValidationError({"state": f"the run is {run.state.replace('_', ' ')}: it cannot {action}"})
+
+
+def start_run(agent, message, overrides=None, *, registry=None, documents=None, on_event=None):
+    """A new run's state, before its first model request. Raises ValidationError (a ValueError) naming the field
+    when the merged agent or the message is invalid."""
+    run = _begin(agent, message, overrides, registry or default_registry(), documents, on_event)
+    return run.to_state()
+
+
+def advance_run(
+    state, *, providers=None, documents=None, on_event=None, registry=None, environ=None, transport=None, model=None
+):
+    """The state after one more model request (and the round it brings) from a running run's `state`.
+    The options are run_agent's; `state` is not modified."""
+    run = _Run.from_state(state, registry or default_registry(), documents, on_event)
+    _checked_state(run, RUNNING, "make another request")
+    with _Timed(run):
+        model = _model_or_stop(run, providers, environ, transport, model)
+        if model is not None:
+            run.step(model)
+    return redact(run.to_state(), run.secret)
+
+
+def decide_run(state, decisions, *, complete=True, documents=None, on_event=None, registry=None):
+    """The state after a reviewer's `decisions` ({call id: decision}, engine.approvals) on the round that waits for
+    approval: once every call of it is decided, the round runs (the next request is advance_run's). `complete`:
+    the decisions must cover every call still undecided. Raises ValidationError naming the call or the state."""
+    run = _Run.from_state(state, registry or default_registry(), documents, on_event)
+    _checked_state(run, AWAITING, "take decisions")
+    with _Timed(run):
+        run.decide(decisions, complete=complete)
+    return run.to_state()
+
+
+def stop_run(state, *, registry=None):
+    """The state of the run ended by a person: stop reason `stopped`, every call already received answered."""
+    run = _Run.from_state(state, registry or default_registry(), None, None)
+    if run.state == FINISHED:
+        raise ValidationError({"state": "the run has already ended"})
+    run.stop()
+    return run.to_state()
 
 
 def run_agent(
@@ -291,6 +531,7 @@ def run_agent(
     message,
     overrides=None,
     *,
+    decisions=None,
     providers=None,
     documents=None,
     on_event=None,
@@ -299,32 +540,21 @@ def run_agent(
     transport=None,
     model=None,
 ):
-    """Drive one user message through the loop and return the run.
+    """Drive one user message through the loop and return the run: start, then advance until it stops.
 
     agent: the agent's JSON form (SPEC §2–3; `script` for scripted agents). overrides: fields and tool settings
-    merged over it for this run only. providers: provider connections by id. documents: the DocumentStore the
-    documents tools read (default: the shipped sample corpus). on_event: called with each round and log entry.
-    environ, transport: where API keys come from, and the httpx2 transport underneath a real provider's client.
-    model: a ChatModel to use instead of the agent's provider (benchmarks and tests).
-    Raises ValidationError (a ValueError) naming the field when the merged agent is invalid.
+    merged over it for this run only. decisions: {call id: decision} for calls that require approval (a run that
+    needs one it lacks is returned waiting, `state` "awaiting_approval"). providers: provider connections by id.
+    documents: the DocumentStore the documents tools read (default: the shipped sample corpus). on_event: called
+    with each round and log entry. environ, transport: where API keys come from, and the httpx2 transport
+    underneath a real provider's client. model: a ChatModel to use instead of the agent's provider (benchmarks and
+    tests). Raises ValidationError (a ValueError) naming the field when the merged agent is invalid.
     """
-    if not isinstance(message, str) or not message.strip():
-        raise ValidationError({"message": "must be a non-empty string"})
-    if not is_valid_unicode(message):
-        raise ValidationError({"message": NOT_UNICODE})
-    if len(message) > MESSAGE_MAX:
-        raise ValidationError({"message": f"must be at most {MESSAGE_MAX:,} characters (got {len(message):,})"})
     registry = registry or default_registry()
-    config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
     started = time.perf_counter()
-    run = _Run(config, merged, message, json.loads(json.dumps(overrides or {})), registry, None, documents, on_event)
-    try:
-        run.model = model or model_for_agent(config, providers, environ, transport)
-    except ProviderError as error:
-        run.error = str(error)
-        run.write_log("error", "provider_error", f'The agent "{config.id}" could not start: {error}')
-        run.finish(ERROR, None)
-    else:
-        run.secret = getattr(run.model, "secret", None)
-        run.drive()
-    return redact(run.record((time.perf_counter() - started) * 1000).to_json(), run.secret)
+    run = _begin(agent, message, overrides, registry, documents, on_event)
+    model = _model_or_stop(run, providers, environ, transport, model)
+    if model is not None:
+        run.drive(model, decisions)
+    run.duration_ms = (time.perf_counter() - started) * 1000
+    return redact(run.record().to_json(), run.secret)

@@ -35,6 +35,8 @@ RESTRICTION_LOG_ENTRY = (
     'The agent "{agent_id}" called the single-call tool(s) {names} multiple times in one response. '
     "All {count} tool calls in the response were rejected."
 )
+REVIEWER_REJECTED = "Error: A reviewer rejected this tool call."
+STOPPED_CALL = "Error: This tool call was not executed, because a person stopped the run."
 RETRIEVED_CONTEXT_HEADER = "Documents retrieved for this question (cite them by id):"
 
 SCRIPT_EXHAUSTED = "Script exhausted."
@@ -70,3 +72,8 @@ def argument_not_allowed_message(tool_name, property_name, value, allowed):
 
 def artifact_placeholder(tool_name, number):
     return ARTIFACT_PLACEHOLDER.format(tool=tool_name, number=number)
+
+
+def reviewer_rejected_message(reason=""):
+    """The reviewer's rejection, followed by the reason when one was given."""
+    return f"{REVIEWER_REJECTED} {reason}" if reason else REVIEWER_REJECTED

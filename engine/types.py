@@ -6,6 +6,7 @@ the loop never builds dicts by hand and a field added to a round or a call is ad
 """
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -57,6 +58,14 @@ class ToolCall:
         """The call as an entry of an OpenAI assistant message's `tool_calls`."""
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments_json()}}
 
+    def to_state(self):
+        """Every field exactly, the arguments as the model sent them (a run's saved state needs them)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_state(cls, data):
+        return cls(**data)
+
 
 @dataclass(frozen=True)
 class ModelResponse:
@@ -71,6 +80,9 @@ USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 EXECUTED = "executed"
 REJECTED = "rejected"
 ERROR = "error"
+# The statuses of the calls of a round that waits for approval: none of them has run yet.
+AWAITING_APPROVAL = "awaiting_approval"
+ALLOWED = "allowed"
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,7 @@ class CallRecord:
     forced_arguments: dict | None = None  # {argument: the value it executed with, whatever the model sent}
     replaced_placeholders: tuple = ()  # the artifact placeholders replaced in its arguments
     progress_message: str = ""  # the tool's progress message, shown beside the call
+    review: dict | None = None  # a reviewer's decision on a call that required approval (engine.approvals)
 
     @property
     def tool_message(self):
@@ -95,7 +108,7 @@ class CallRecord:
         return self.artifact or self.output
 
     def to_json(self):
-        return {
+        record = {
             "id": self.call.id,
             "original_id": self.call.original_id,
             "name": self.call.name,
@@ -109,6 +122,25 @@ class CallRecord:
             "replaced_placeholders": list(self.replaced_placeholders),
             "progress_message": self.progress_message or None,
         }
+        if self.review is not None:  # only calls that required approval have one
+            record["review"] = copy.deepcopy(self.review)
+        return record
+
+    @classmethod
+    def from_json(cls, data):
+        """The record whose to_json() is `data`: a stored round read back to go on with its run."""
+        return cls(
+            ToolCall(data["id"], data["name"], data["arguments"], data.get("original_id")),
+            data["status"],
+            data["reason"],
+            data["message"],
+            data["output"],
+            data.get("artifact"),
+            data.get("forced_arguments") or None,
+            tuple(data.get("replaced_placeholders") or ()),
+            data.get("progress_message") or "",
+            copy.deepcopy(data.get("review")),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,10 +180,31 @@ class Round:
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
         }
 
+    @classmethod
+    def from_json(cls, data):
+        """The round whose to_json() is `data`. The calls' arguments come back as the round shows them (parsed
+        when they are JSON), which renders the same; the transcript keeps them exactly as the model sent them."""
+        assistant = data["assistant"]
+        calls = tuple(ToolCall(call["id"], call["name"], call["arguments"]) for call in assistant["tool_calls"])
+        return cls(
+            number=data["number"],
+            tools_offered=tuple(data["tools_offered"]) if data["tools_offered"] is not None else None,
+            response=ModelResponse(assistant["content"], calls, data.get("finish_reason"), data.get("usage")),
+            calls=tuple(CallRecord.from_json(call) for call in data["calls"]),
+            reminder=data.get("reminder"),
+            tools_sent=copy.deepcopy(tuple(data["tools_sent"])) if data.get("tools_sent") is not None else None,
+            latency_ms=data.get("latency_ms"),
+        )
+
+
+RUNNING = "running"
+AWAITING = "awaiting_approval"
+FINISHED = "finished"
+
 
 @dataclass(frozen=True)
 class RunRecord:
-    """A finished run: everything `run_agent` returns, before it becomes JSON."""
+    """A run, finished or not: everything `run_agent` returns, before it becomes JSON."""
 
     agent_id: str
     message: str
@@ -170,6 +223,13 @@ class RunRecord:
     duration_ms: float
     model_requests: int  # every request sent, the one that failed included
     artifacts: tuple = ()  # {"placeholder", "tool", "number", "call_id", "round", "content"}, in the order kept
+    pending_round: Round | None = None  # the round that waits for approval: its calls have not run yet
+
+    @property
+    def state(self):
+        if self.stop_reason is not None:
+            return FINISHED
+        return AWAITING if self.pending_round is not None else RUNNING
 
     def calls(self):
         return [call for round_ in self.rounds for call in round_.calls]
@@ -188,6 +248,7 @@ class RunRecord:
             "message": self.message,
             "overrides": self.overrides,
             "agent": self.agent,
+            "state": self.state,
             "stop_reason": self.stop_reason,
             "answer": self.answer,
             "error": self.error,
@@ -204,4 +265,5 @@ class RunRecord:
             "log": list(self.log),
             "artifacts": [dict(artifact) for artifact in self.artifacts],
             "duration_ms": round(self.duration_ms, 3),
+            "pending_round": self.pending_round.to_json() if self.pending_round is not None else None,
         }
