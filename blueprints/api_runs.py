@@ -2,8 +2,10 @@
 one response's tool calls without executing anything (for clients that drive their own loop).
 
 A run goes through `store.run_execution.execute_and_store_run`, the path the run page takes too, so the page
-renders what this API returns. Errors are JSON in the API's one shape (blueprints.json_error): 400 for bad input
-(nothing is stored then), 404 for an unknown agent or run. Like the agents API, writes must be `application/json`
+renders what this API returns. A run that needs approval comes back waiting (`state` "awaiting_approval");
+`POST /api/runs/<id>/decisions` decides on its calls and goes on to the next stop. Errors are JSON in the API's
+one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 404 for an unknown agent or run,
+409 for a run that cannot do it now. Like the agents API, writes must be `application/json`
 (blueprints.request_checks), which is why the blueprint needs no CSRF token.
 """
 
@@ -19,6 +21,7 @@ from store.db import get_db
 bp = Blueprint("api_runs", __name__, url_prefix="/api")
 
 RUN_FIELDS = ("message", "overrides")
+DECISION_FIELDS = ("decisions",)
 GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far", "artifacts")
 MAX_NUMBERED_PAGE = 50  # ?page= reads through the runs before it: further back, pages go by id
 
@@ -62,6 +65,32 @@ def get_run(run_id):
         return jsonify(run_store.get_run(get_db(), run_id))
     except NotFound as error:
         return json_error(404, str(error), "run_id")
+
+
+@bp.post("/runs/<int:run_id>/decisions")
+def decide(run_id):
+    """{"decisions": {call id: {"approve": true} | {"approve": true, "arguments": {...}} | {"reject": "reason"}}}
+    for every call that waits; the run goes on to its next stop and is answered (200)."""
+    data, failure = _json_object(DECISION_FIELDS)
+    if failure:
+        return failure
+    if "decisions" not in data:
+        return json_error(400, "is required (an object mapping each waiting call's id to its decision)", "decisions")
+    db = get_db()
+    options = run_options()
+    try:
+        run = run_execution.decide_stored_run(
+            db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
+        )
+        if run["state"] == "running":
+            run = run_execution.continue_stored_run(db, run_id, **options)
+    except NotFound as error:
+        return json_error(404, str(error), "run_id")
+    except run_execution.RunConflict as error:
+        return json_error(409, str(error), "state")
+    except ValidationError as error:
+        return json_validation_error(error)
+    return jsonify(run)
 
 
 @bp.get("/runs")

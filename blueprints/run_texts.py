@@ -7,7 +7,10 @@ STOP_REASON_TEXTS = {
     "error": "Error",
     "truncated": "Truncated: the answer was cut off at the token limit",
     "content_filter": "Stopped by the provider's content filter",
+    "stopped": "Stopped by a person",
 }
+# A run that has not ended has no stop reason: its state says where it is.
+STATE_TEXTS = {"running": "Running", "awaiting_approval": "Awaiting approval", "interrupted": "Interrupted"}
 # Under an answer the provider cut off: the partial text is the answer, and says so.
 CUT_OFF_TEXTS = {
     "truncated": "Cut off: the model reached its token limit (finish reason length) before it finished.",
@@ -28,14 +31,24 @@ REASON_TEXTS = {
     "collateral": "Collateral: another tool in this response is restricted",
     "tools_disabled": "Tools were not offered",
     "tool_error": "The tool failed",
+    "reviewer_rejected": "Rejected by a reviewer",
+    "stopped": "Not run: the run was stopped",
 }
-STATUS_TEXTS = {"executed": "Executed", "rejected": "Rejected", "error": "Error", "allowed": "Allowed"}
+STATUS_TEXTS = {
+    "executed": "Executed",
+    "rejected": "Rejected",
+    "error": "Error",
+    "allowed": "Allowed",
+    "awaiting_approval": "Awaiting approval",
+}
 
 
 def stop_reason_text(run):
     """The stop reason of a run in words. round_cap says whether the answer was forced by one more request
     without tools, or is the round cap message."""
     reason = run.get("stop_reason")
+    if reason is None:
+        return STATE_TEXTS.get(run.get("state"), "")
     if reason == "round_cap":
         rounds = run.get("rounds") or []
         forced = bool(rounds) and rounds[-1].get("tools_offered") is None
@@ -43,8 +56,10 @@ def stop_reason_text(run):
     return STOP_REASON_TEXTS.get(reason, reason or "")
 
 
-def stop_reason_label(reason):
-    """A stop reason in words without a run at hand (filters, lists)."""
+def stop_reason_label(reason, state=None):
+    """A stop reason in words without a run at hand (filters, lists); a run without one, its state."""
+    if reason is None:
+        return STATE_TEXTS.get(state, "")
     if reason == "round_cap":
         return ROUND_CAP_LABEL
     return STOP_REASON_LABELS.get(reason) or STOP_REASON_TEXTS.get(reason, reason)
@@ -66,3 +81,11 @@ def reason_text(reason):
 
 def status_text(status):
     return STATUS_TEXTS.get(status, status or "")
+
+
+def review_text(review):
+    """A reviewer's decision on a call, as the round shows it."""
+    if review["decision"] == "rejected":
+        return f"Rejected by {review['by']}" + (f": {review['reason']}" if review.get("reason") else "")
+    edited = " with edited arguments" if review.get("arguments") is not None else ""
+    return f"Approved by {review['by']}{edited}"

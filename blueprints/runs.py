@@ -1,12 +1,16 @@
 """The run page, run history and the permanent page of a run.
 
-The run page's form posts plainly and the full page comes back with the run; with htmx only the run panel is
-swapped in (`runs/_run.html`), and a form with errors replaces the form instead. The run page, the permalink and
-the htmx fragment render one run dict with that one partial, so they read the same.
+The run page's form posts plainly and the full page comes back with the run, executed to its end (or to a round
+that waits for approval). With htmx the run panel (`runs/_run.html`) is swapped in instead: the run page's form
+asks for a live run (`live`), which comes back as soon as it is stored, before its first model request, and then
+takes its steps one request at a time (blueprints/live_runs.py); without `live` the panel of the run executed to
+its end. A form with errors replaces the form instead. The run page, the permalink and the htmx fragments render
+one run dict with that one partial and its parts, so they read the same.
 """
 
 import json
 import os
+import time
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
@@ -47,7 +51,14 @@ def run_text_helpers():
         "usage_text": run_texts.usage_text,
         "cut_off_texts": run_texts.CUT_OFF_TEXTS,
         "error_preview": run_texts.ERROR_PREVIEW_CHARS,
+        "review_text": run_texts.review_text,
+        "elapsed_ms": elapsed_ms,
     }
+
+
+def elapsed_ms(run):
+    """Milliseconds since a run that has not ended started, for its live clock."""
+    return round(max(0.0, time.time() - run.get("started_at", time.time())) * 1000)
 
 
 def run_options():
@@ -60,11 +71,32 @@ def run_options():
             os.environ if environ is None else environ, configured_names("KEY_VARIABLES")
         ),
         "transport": current_app.config.get("MODEL_TRANSPORT"),
+        "lease_seconds": current_app.config["RUN_LEASE_SECONDS"],
     }
 
 
-def _is_htmx():
+def is_htmx():
     return request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
+
+
+def next_hop_for(run):
+    """What a page that shows this run asks for next: its next step while it runs (a step another request holds is
+    asked for again a moment later, so a page that watches a run drives it once the request that did has gone)."""
+    return "step" if run["state"] == "running" else None
+
+
+def render_run(run, status=200, **context):
+    """The permanent page of a run."""
+    db = get_db()
+    return render_template(
+        "runs/show.html",
+        run=run,
+        agent_exists=agent_store.agent_exists(db, run["agent_id"]),
+        again_form=DeleteForm(),
+        save_case_form=SaveCaseForm(),
+        next_hop=next_hop_for(run),
+        **context,
+    ), status
 
 
 def _run_form_context(agent, form, form_errors):
@@ -118,19 +150,12 @@ def run_agent_page(agent_id):
             errors = error.errors
     else:
         try:
-            run = run_execution.execute_and_store_run(
-                db,
-                agent_id,
-                form.run_message(),
-                overrides,
-                repeated_from=_repeated_run_id(db, agent_id),
-                **run_options(),
-            )
+            run = _start_or_execute(db, agent_id, form.run_message(), overrides, _repeated_run_id(db, agent_id))
         except ValidationError as error:
             errors = error.errors
     form_errors = apply_errors(form, errors) if errors else []
     if run is None:
-        if _is_htmx():
+        if is_htmx():
             response = current_app.make_response(
                 render_template("runs/_run_form.html", **_run_form_context(agent, form, form_errors))
             )
@@ -139,9 +164,27 @@ def run_agent_page(agent_id):
             response.headers["HX-Reswap"] = "outerHTML"
             return response
         return _render_run_page(agent, form, status=400, form_errors=form_errors)
-    if _is_htmx():
-        return render_template("runs/_run.html", run=run)
+    if is_htmx():
+        return render_template("runs/_run.html", run=run, next_hop=next_hop_for(run))
     return _render_run_page(agent, form, run=run)
+
+
+def _start_or_execute(db, agent_id, message, overrides, repeated_from):
+    """A live run (htmx asked for one) only started, its steps to come one request each; any other run executed
+    until it ends or waits for approval."""
+    options = run_options()
+    if is_htmx() and request.form.get("live"):
+        run_id = run_execution.start_stored_run(
+            db,
+            agent_id,
+            message,
+            overrides,
+            registry=options["registry"],
+            repeated_from=repeated_from,
+            lease_seconds=options["lease_seconds"],
+        )
+        return run_store.get_run(db, run_id)
+    return run_execution.execute_and_store_run(db, agent_id, message, overrides, repeated_from=repeated_from, **options)
 
 
 @bp.get("/runs")
@@ -164,15 +207,7 @@ def list_runs():
 
 @bp.get("/runs/<int:run_id>")
 def show_run(run_id):
-    db = get_db()
-    run = get_or_404(run_store.get_run, db, run_id)
-    return render_template(
-        "runs/show.html",
-        run=run,
-        agent_exists=agent_store.agent_exists(db, run["agent_id"]),
-        again_form=DeleteForm(),
-        save_case_form=SaveCaseForm(),
-    )
+    return render_run(get_or_404(run_store.get_run, get_db(), run_id))
 
 
 @bp.post("/runs/<int:run_id>/again")

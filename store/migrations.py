@@ -207,6 +207,23 @@ def _create_cases(db):
     db["cases"].create_index(["agent_id", "name"], unique=True)
 
 
+@migrations(name="0050_live_runs")
+def _live_runs(db):
+    # A run is stored when it starts and updated after every step (issue 11). `state` is the engine's (running,
+    # awaiting_approval, finished); `loop_state` what the loop needs to go on, cleared when the run ends. A step
+    # holds the run (`stepping`) until `lease_until` (Unix time): a running run whose lease has passed was left
+    # by a process that died, or by a page that stopped asking for its next step, and reads "interrupted".
+    runs = db["runs"]
+    runs.add_column("state", str)
+    runs.add_column("loop_state", str)
+    runs.add_column("started_at", float)
+    runs.add_column("lease_until", float)
+    runs.add_column("stepping", int, not_null_default=0)
+    runs.add_column("stop_requested", int, not_null_default=0)
+    db.execute("UPDATE runs SET state = 'finished'")
+    runs.create_index(["state"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

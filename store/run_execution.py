@@ -1,10 +1,18 @@
 """Execute a run and store it: the one path the run page, the runs API and the CLI share.
 
-Load the agent and the provider connections from the store, hand the engine the app's documents table (on the
-same connection), call `engine.run_agent`, then save the run and its log entries in one transaction. Bad input
-(an unknown agent, an empty message, a bad override or script) raises before anything is stored. No Flask here:
-the caller passes the database and the options, so the CLI and the benchmarks use it outside a request.
+A run is stored when it starts (no stop reason yet) and again after every step, each time in its own short
+transaction; the model is never asked inside one. Each step holds the run while it works (store/runs.py), so
+two requests never step one run at once, whichever worker thread or process they reach: a step finds the run
+held, or not running any more, and says so (RunConflict). `execute_and_store_run` is start, then step until the
+run ends or waits for approval; the live run page takes one step per request instead.
+
+The engine gets the agent and the provider connections from the store and the app's documents table (on the
+same connection). Bad input (an unknown agent, an empty message, a bad override, script or decision) raises
+before anything is stored. No Flask here: the caller passes the database and the options, so the CLI and the
+benchmarks use it outside a request.
 """
+
+import time
 
 import engine
 from engine.config import SCRIPTED_PROVIDER, ValidationError
@@ -16,46 +24,175 @@ from . import runs as run_store
 from .db import write_transaction
 from .documents import DocumentTable
 
+# How long past its model's timeout a step may take, and how long a run waits for its next step, before it
+# reads "interrupted".
+LEASE_SECONDS = 15.0
+RUNNING = "running"
+AWAITING_APPROVAL = "awaiting_approval"
+# What a stored run has that the engine's run does not: added when it is read.
+READ_KEYS = ("id", "created_at", "started_at", "stop_requested")
 
-def execute_and_store_run(
-    db,
-    agent_id,
-    message,
-    overrides=None,
-    *,
-    registry=None,
-    environ=None,
-    transport=None,
-    model=None,
-    repeated_from=None,
+
+class RunConflict(Exception):
+    """The run cannot do this now: it has ended, it does not wait for approval, it was interrupted, or another
+    request is stepping it. The text is shown to people."""
+
+
+def _providers(db):
+    return {provider["id"]: provider for provider in provider_store.list_providers(db)}
+
+
+def _step_lease(run, providers, lease_seconds):
+    """How long a step holds the run: its model's timeout, plus the lease."""
+    connection = providers.get((run.get("agent") or {}).get("provider"))
+    return (float(connection["timeout"]) if connection else 0.0) + lease_seconds
+
+
+def _claim(db, run_id, claim, lease_until):
+    if not run_store.claim_run(db, run_id, claim, lease_until):
+        raise RunConflict(_why_not(run_store.get_run(db, run_id), claim))
+
+
+def _why_not(run, claim):
+    """Why the run cannot be held for `claim` (store.runs.CLAIMS)."""
+    state = run["state"]
+    if state == "finished":
+        return "The run has already ended."
+    if claim == "decide" and state != AWAITING_APPROVAL:
+        return "The run is not awaiting approval: nothing waits for a decision."
+    if claim in ("step", "resume") and state == AWAITING_APPROVAL:
+        return "The run is awaiting approval: decide on its waiting calls first."
+    if claim == "step" and state == "interrupted":
+        return "The run was interrupted: Resume it to go on."
+    if claim == "resume" and state == RUNNING:
+        return "The run is not interrupted: it is running."
+    return "Another request is taking this run's next step; try again in a moment."
+
+
+def _engine_state(run, loop):
+    return {"run": {key: value for key, value in run.items() if key not in READ_KEYS}, "loop": loop}
+
+
+def _carried(stored, state):
+    """The engine's next state, with what the store added to the run (repeated_from, say) kept."""
+    extra = {key: value for key, value in stored.items() if key not in READ_KEYS and key not in state["run"]}
+    return {**state, "run": {**state["run"], **extra}}
+
+
+def _stopped_if_asked(state):
+    def next_state(stop_requested):
+        if stop_requested and state["run"]["state"] != "finished":
+            return engine.stop_run(state)
+        return state
+
+    return next_state
+
+
+def _held(db, run_id, take_step, lease_seconds, hold=False):
+    """`take_step(stored run, engine state) -> next state` on a run the caller holds, stored; the run let go unless
+    `hold` (and it runs on), alive for `lease_seconds` more."""
+    try:
+        stored, loop = run_store.step_input(db, run_id)
+        state = _carried(stored, take_step(stored, _engine_state(stored, loop)))
+    except BaseException:
+        run_store.let_go(db, run_id)
+        raise
+    logged = len(stored.get("log") or [])
+    lease_until = time.time() + lease_seconds
+    return run_store.save_step(db, run_id, _stopped_if_asked(state), lease_until, logged, hold=hold)
+
+
+def _advance(db, providers, options):
+    def advance(stored, state):
+        if stored["stop_requested"]:
+            return engine.stop_run(state, registry=options.get("registry"))
+        return engine.advance_run(state, providers=providers, documents=DocumentTable(db), **options)
+
+    return advance
+
+
+def start_stored_run(
+    db, agent_id, message, overrides=None, *, registry=None, repeated_from=None, lease_seconds=LEASE_SECONDS
 ):
-    """Run the stored agent on `message` with `overrides`, store the run and return it with its `id`.
-    `repeated_from` is the id of the run this one repeats (Run again, Change and run again), kept with it so the
-    two can be compared.
+    """Store a new run of the stored agent on `message` with `overrides`, before its first model request; returns
+    its id. `repeated_from` is the id of the run this one repeats (Run again, Change and run again), kept with it
+    so the two can be compared.
 
     Raises store.NotFound for an unknown agent and ValidationError naming the field for bad input; nothing is
-    stored then. A provider failure is not an exception: it is a stored run with stop_reason "error".
-    """
+    stored then."""
     agent = agent_store.get_agent(db, agent_id)
-    providers = {provider["id"]: provider for provider in provider_store.list_providers(db)}
     provider = overrides.get("provider") if isinstance(overrides, dict) else None
-    if isinstance(provider, str) and provider != SCRIPTED_PROVIDER and provider not in providers:
+    if isinstance(provider, str) and provider != SCRIPTED_PROVIDER and provider not in _providers(db):
         # The agent form and the agents API refuse such a provider: a run's overrides must too.
         raise ValidationError({"provider": f'no provider connection has the id "{provider}"'})
-    run = engine.run_agent(
-        agent,
-        message,
-        overrides,
-        providers=providers,
-        documents=DocumentTable(db),
-        registry=registry,
-        environ=environ,
-        transport=transport,
-        model=model,
+    state = engine.start_run(agent, message, overrides, registry=registry)
+    run = state["run"] if repeated_from is None else {**state["run"], "repeated_from": repeated_from}
+    return run_store.insert_started_run(db, run, state["loop"], time.time() + lease_seconds)
+
+
+def step_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS, **options):
+    """One step of a running run: one model request and the round it brings, stored. A run whose Stop was pressed
+    stops instead. `options` are engine.advance_run's (registry, environ, http_client, model). Raises NotFound,
+    RunConflict, or ValidationError when the run can no longer go on (a tool it uses was removed, say). A provider
+    failure is not an exception: the run ends with stop_reason "error"."""
+    providers = _providers(db)
+    _claim(db, run_id, "step", time.time() + _step_lease(run_store.get_run(db, run_id), providers, lease_seconds))
+    return _held(db, run_id, _advance(db, providers, options), lease_seconds)
+
+
+def continue_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS, **options):
+    """Step the run until it ends or waits for approval, holding it all along (no other request takes a step of
+    it meanwhile); returns it. Raises as step_stored_run."""
+    providers = _providers(db)
+    run = run_store.get_run(db, run_id)
+    step_lease = _step_lease(run, providers, lease_seconds)
+    _claim(db, run_id, "step", time.time() + step_lease)
+    advance = _advance(db, providers, options)
+    while True:
+        run = _held(db, run_id, advance, step_lease, hold=True)
+        if run["state"] != RUNNING:
+            return run
+
+
+def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, lease_seconds=LEASE_SECONDS):
+    """Record a reviewer's decisions on the run's waiting round ({call id: decision}, engine.approvals); with the
+    last one the round runs. Returns the run, waiting or running on. Raises NotFound, RunConflict (the run does
+    not wait for approval) or ValidationError naming the call."""
+
+    def decide(_stored, state):
+        return engine.decide_run(state, decisions, complete=complete, documents=DocumentTable(db), registry=registry)
+
+    _claim(db, run_id, "decide", time.time() + lease_seconds)
+    return _held(db, run_id, decide, lease_seconds)
+
+
+def stop_stored_run(db, run_id, *, registry=None, lease_seconds=LEASE_SECONDS):
+    """Stop the run after its current step: now, when no step holds it. Returns the run (still running when a step
+    holds it: that step stops it as it ends). Raises NotFound, or RunConflict when it has already ended."""
+    if not run_store.request_stop(db, run_id):
+        raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
+    if not run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):
+        return run_store.get_run(db, run_id)
+    return _held(db, run_id, lambda _stored, state: engine.stop_run(state, registry=registry), lease_seconds)
+
+
+def resume_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS):
+    """Take an interrupted run back, alive again for its next step; returns it. Raises NotFound or RunConflict."""
+    _claim(db, run_id, "resume", time.time() + lease_seconds)
+    run_store.let_go(db, run_id)
+    return run_store.get_run(db, run_id)
+
+
+def execute_and_store_run(
+    db, agent_id, message, overrides=None, *, repeated_from=None, registry=None, lease_seconds=LEASE_SECONDS, **options
+):
+    """Run the stored agent on `message` with `overrides` until it ends or waits for approval, storing it as it
+    goes; returns the run with its `id`. Raises as start_stored_run; a provider failure is a stored run with
+    stop_reason "error". `options` are step_stored_run's."""
+    run_id = start_stored_run(
+        db, agent_id, message, overrides, registry=registry, repeated_from=repeated_from, lease_seconds=lease_seconds
     )
-    if repeated_from is not None:
-        run = {**run, "repeated_from": repeated_from}
-    return run_store.save_run(db, run)
+    return continue_stored_run(db, run_id, registry=registry, lease_seconds=lease_seconds, **options)
 
 
 def repeat_and_store_run(db, run_id, **options):

@@ -3,7 +3,16 @@ with — so its page renders from the stored run alone, after the agent was edit
 
 A run read back is the dict `engine.run_agent` returned plus `id` and `created_at`. It is stored with each fact
 once (store/run_format.py): the listing columns, the agent snapshot and the rest of the run in `result`.
+
+A run driven step by step (store/run_execution.py) is stored when it starts and updated after every step, each
+time in its own short transaction, with `loop_state`, what the engine needs to go on. A step holds the run until
+its lease ends (`lease_until`, Unix time), so two requests never step one run at once; a running run whose lease
+has passed was left by a process that died or a page that stopped asking, and reads `interrupted`.
 """
+
+import json
+import time
+from dataclasses import replace
 
 from . import get_row, history, now
 from . import log as log_store
@@ -11,7 +20,18 @@ from .db import write_transaction
 from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
-SUMMARY = "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at"
+SUMMARY = (
+    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at, "
+    "state, lease_until"
+)
+FINISHED = "finished"
+RUNNING = "running"
+INTERRUPTED = "interrupted"
+
+
+def _row(run):
+    """The runs row of a run dict, but its id and creation time: run_format's, and the run's state."""
+    return {**stored_row(run), "state": run.get("state", FINISHED)}
 
 
 def save_run(db, run):
@@ -19,27 +39,137 @@ def save_run(db, run):
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     with write_transaction(db):
-        run_id = db["runs"].insert({**stored_row(result), "created_at": created_at}).last_pk
+        run_id = db["runs"].insert({**_row(result), "created_at": created_at}).last_pk
         log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=created_at)
     return {"id": run_id, **result, "created_at": created_at}
 
 
+def insert_started_run(db, run, loop_state, lease_until):
+    """Store a run that has just started (no stop reason yet), alive until `lease_until` for its first step."""
+    values = {
+        **_row(run),
+        "created_at": now(),
+        "loop_state": json.dumps(loop_state),
+        "started_at": time.time(),
+        "lease_until": lease_until,
+    }
+    with write_transaction(db):
+        run_id = db["runs"].insert(values).last_pk
+        log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=values["created_at"])
+    return run_id
+
+
+# Which runs a request may hold, by what it is about to do (`now`: the current Unix time). A step takes a running
+# run nobody holds whose lease has not passed; a run whose lease has passed is interrupted, and only Resume takes it.
+CLAIMS = {
+    "step": "state = 'running' AND stepping = 0 AND lease_until >= :now",
+    "resume": "state = 'running' AND lease_until < :now",
+    "decide": "state = 'awaiting_approval' AND (stepping = 0 OR lease_until < :now)",
+    "stop": "state != 'finished' AND (stepping = 0 OR lease_until < :now)",
+}
+
+
+def claim_run(db, run_id, claim, lease_until):
+    """Hold the run until `lease_until` for one of CLAIMS, if it may be held for it now. True when the caller now
+    holds it."""
+    with write_transaction(db):
+        cursor = db.execute(
+            f"UPDATE runs SET stepping = 1, lease_until = :lease_until WHERE id = :id AND {CLAIMS[claim]}",
+            {"lease_until": lease_until, "id": run_id, "now": time.time()},
+        )
+    return cursor.rowcount == 1
+
+
+def step_input(db, run_id):
+    """(the stored run, its loop state) of a run the caller holds."""
+    row = get_row(db["runs"], run_id, f"No run with id {run_id}.")
+    return _run_from_row(row), json.loads(row["loop_state"]) if row["loop_state"] else None
+
+
+def save_step(db, run_id, next_state, lease_until, logged, hold=False):
+    """Store a step's outcome and let the run go (or, `hold`, keep holding it while it runs on), alive until
+    `lease_until` for the next step. `logged`: how many of the run's log entries were stored before.
+
+    `next_state(stop_requested)` returns the engine's state to store: it is called under the write lock, so a Stop
+    that came in during the step is either seen here or finds the run let go (and stops it itself)."""
+    with write_transaction(db):
+        # A write first, so that the transaction holds the write lock before it reads.
+        (stop_requested,) = db.execute(
+            "UPDATE runs SET stepping = 0 WHERE id = ? RETURNING stop_requested", [run_id]
+        ).fetchone()
+        state = next_state(bool(stop_requested))
+        run = state["run"]
+        finished = run["state"] == FINISHED
+        db["runs"].update(
+            run_id,
+            {
+                **_row(run),
+                "loop_state": None if finished else json.dumps(state["loop"]),
+                "lease_until": None if finished else lease_until,
+                "stepping": int(hold and run["state"] == RUNNING),
+            },
+        )
+        log_store.add_entries(db, (run.get("log") or [])[logged:], run_id=run_id)
+    return get_run(db, run_id)
+
+
+def let_go(db, run_id):
+    """A step that failed before it could store anything lets the run go as it was."""
+    with write_transaction(db):
+        db.execute("UPDATE runs SET stepping = 0 WHERE id = ?", [run_id])
+
+
+def request_stop(db, run_id):
+    """Mark a run that has not ended to stop after its current step. False when it has ended (or does not exist)."""
+    with write_transaction(db):
+        cursor = db.execute("UPDATE runs SET stop_requested = 1 WHERE id = ? AND state != ?", [run_id, FINISHED])
+    return cursor.rowcount == 1
+
+
+def _state(row):
+    """The run's state as people read it: a running run whose lease has passed is interrupted."""
+    state = row.get("state") or FINISHED
+    lease_until = row.get("lease_until")
+    if state == RUNNING and lease_until is not None and lease_until < time.time():
+        return INTERRUPTED
+    return state
+
+
+def _run_from_row(row):
+    run = run_from_row(row)
+    run["state"] = _state(row)
+    if run["state"] != FINISHED:
+        run["started_at"] = row["started_at"]
+        run["stop_requested"] = bool(row["stop_requested"])
+    return run
+
+
 def get_run(db, run_id):
     """The stored run dict with its `id` and `created_at`. Raises NotFound."""
-    return run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
+    return _run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
 
 
 def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE):
     """The page of run summaries below the run id `before` or above `after` (or the newest), newest first: a
     store.history.Page. Summaries carry the listing columns only, never the whole run."""
     filters = {"agent_id": agent_id, "stop_reason": stop_reason}
-    return history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before=before, after=after)
+    return _summaries(history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before, after))
 
 
 def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE):
     """Page `number` of run summaries (1 is the newest), for the API's `?page=`: (Page, number, page count)."""
     filters = {"agent_id": agent_id, "stop_reason": stop_reason}
-    return history.numbered_page(db, "runs", "run_counts", filters, SUMMARY, per_page, number)
+    page, number, pages = history.numbered_page(db, "runs", "run_counts", filters, SUMMARY, per_page, number)
+    return _summaries(page), number, pages
+
+
+def _summaries(page):
+    """The page with each run's state as people read it, and nothing of its lease."""
+    rows = [
+        {**{key: value for key, value in row.items() if key != "lease_until"}, "state": _state(row)}
+        for row in page.rows
+    ]
+    return replace(page, rows=rows)
 
 
 def run_agent_ids(db):
