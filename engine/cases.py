@@ -3,7 +3,8 @@
 
 A case holds the user message, the overrides the run used, the **script** the model played — rebuilt from the
 assistant messages of the run's transcript, so every argument is the string the model sent, malformed ones
-included — and the **expectation**: the stop reason, the answer, and per round and call the status, reason and
+included — the reviewers' **decisions** on the calls that required approval (inputs of the run as much as the
+model's answers), and the **expectation**: the stop reason, the answer, and per round and call the status, reason and
 message. Replaying runs `run_agent` with the scripted model playing that script; `compare_outcome` says which
 pinned expectations still hold. Pure: no Flask, no database.
 """
@@ -12,6 +13,7 @@ import copy
 import json
 import re
 
+from .approvals import Decision
 from .config import (
     ID_RULE,
     MESSAGE_MAX,
@@ -26,8 +28,8 @@ from .scripted import REFERENCE, resolve_references
 from .types import ERROR, EXECUTED, REJECTED
 
 NAME_MAX = 200
-CASE_FIELDS = ("agent_id", "name", "message", "overrides", "script", "expected", "unpinned")
-OPTIONAL_FIELDS = {"overrides": {}, "unpinned": []}
+CASE_FIELDS = ("agent_id", "name", "message", "overrides", "script", "decisions", "expected", "unpinned")
+OPTIONAL_FIELDS = {"overrides": {}, "decisions": {}, "unpinned": []}
 EXPECTED_FIELDS = ("stop_reason", "answer", "rounds")
 EXPECTED_CALL_FIELDS = ("id", "name", "status", "reason", "message")
 CALL_FIELDS = ("status", "reason", "message")  # what a case pins of each call
@@ -50,6 +52,10 @@ def replay_refusal(run):
         return "it stopped on a provider error, and the scripted model never fails"
     if reason == "tools_disabled":
         return "the model called tools on a request that offered none, and the scripted model never does"
+    if reason is None:
+        return "it has not ended"
+    if reason == "stopped":
+        return "a person stopped it, and a replay cannot"
     return f'it stopped with "{reason}", which the scripted model cannot play'
 
 
@@ -140,6 +146,23 @@ def script_from_run(run):
     return script
 
 
+def decisions_from_run(run):
+    """The reviewers' decisions of the run, by call id, in the form a run takes them (engine.approvals)."""
+    decisions = {}
+    for round_ in run["rounds"]:
+        for call in round_["calls"]:
+            review = call.get("review")
+            if review is None:
+                continue
+            if review["decision"] == "rejected":
+                decisions[call["id"]] = {"reject": review["reason"] or ""}
+            elif review["arguments"] is not None:
+                decisions[call["id"]] = {"approve": True, "arguments": copy.deepcopy(review["arguments"])}
+            else:
+                decisions[call["id"]] = {"approve": True}
+    return decisions
+
+
 def case_from_run(run, name):
     """A case that expects what this run did. The answer is not pinned when a tool's output was returned as it
     (a fresh UUID, say, differs on every run). Raises ValidationError on `run` when it cannot be replayed."""
@@ -156,6 +179,7 @@ def case_from_run(run, name):
             if key not in REPLAY_OVERRIDES
         },
         "script": script_from_run(run),
+        "decisions": decisions_from_run(run),
         "expected": expectation_from_run(run),
         "unpinned": ["answer"] if run["stop_reason"] == RETURN_DIRECTLY else [],
     }
@@ -222,6 +246,17 @@ def _check_expected(errors, expected):
             _check_call(errors, call, f"{where}.calls.{position}")
 
 
+def _check_decisions(errors, decisions):
+    if not isinstance(decisions, dict):
+        errors["decisions"] = "must be an object mapping call ids to decisions"
+        return
+    for call_id, decision in decisions.items():
+        try:
+            Decision.from_json(decision, f"decisions.{call_id}")
+        except ValidationError as error:
+            errors.update(error.errors)
+
+
 def validate_case(data):
     """A case's JSON form, checked, with the optional fields filled in. Raises ValidationError naming every bad
     field (`expected.rounds.2.calls.1.status`: the status of the first call of the second listed round)."""
@@ -247,6 +282,7 @@ def validate_case(data):
         script_error = check_script(case["script"])
         if script_error:
             errors["script"] = script_error
+    _check_decisions(errors, case["decisions"])
     if "expected" in case:
         _check_expected(errors, case["expected"])
     if not isinstance(case["unpinned"], list) or not all(isinstance(key, str) for key in case["unpinned"]):
@@ -349,7 +385,14 @@ def check_case(agent, case, **options):
     `options` go to run_agent (documents, registry...). A case the agent can no longer run (a tool it names was
     removed, say) fails with that reason."""
     try:
-        run = run_agent(agent, case["message"], replay_overrides(case), **options)
+        run = run_agent(agent, case["message"], replay_overrides(case), decisions=case["decisions"], **options)
     except ValidationError as error:
         return failed_check(f"The case cannot run against the agent as it is now: {error}")
-    return {**compare_outcome(case, run), "agent_revision": agent.get("revision"), "duration_ms": run["duration_ms"]}
+    outcome = compare_outcome(case, run)
+    if run["state"] == "awaiting_approval":
+        pending = run["pending_round"]
+        waiting = [call["id"] for call in pending["calls"] if call["status"] == "awaiting_approval"]
+        undecided = ", ".join(call_id for call_id in waiting if call_id not in case["decisions"])
+        difference = f"round {pending['number']}: waits for approval of {undecided}, which the case has no decision on"
+        outcome = {**outcome, "passed": False, "differences": [*outcome["differences"], difference]}
+    return {**outcome, "agent_revision": agent.get("revision"), "duration_ms": run["duration_ms"]}

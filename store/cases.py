@@ -7,10 +7,11 @@ among the agent's cases (an import replaces the case of that name instead). A ca
 plus `id`, `source_run_id`, `last_check`, `created_at` and `updated_at`.
 """
 
+import copy
 import json
 import sqlite3
 
-from engine.cases import CASE_FIELDS, case_from_run, replay_overrides, validate_case
+from engine.cases import CASE_FIELDS, OPTIONAL_FIELDS, case_from_run, replay_overrides, validate_case
 from engine.config import ValidationError, load_agent
 
 from . import NotFound, get_row, now
@@ -27,6 +28,7 @@ def _case_from_row(row):
         "id": row["id"],
         "agent_id": row["agent_id"],
         "name": row["name"],
+        **copy.deepcopy(OPTIONAL_FIELDS),  # a case stored before a field was added has its default
         **json.loads(row["data"]),
         "source_run_id": row["source_run_id"],
         "last_check": json.loads(row["last_check"]) if row["last_check"] else None,
