@@ -16,6 +16,7 @@ from blueprints import (
     cases,
     compare,
     documents,
+    live_runs,
     log,
     providers,
     register_error_handlers,
@@ -100,6 +101,7 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(api.bp)
     csrf.exempt(api.bp)  # JSON only: a browser cannot send it cross-site without a CORS preflight
     app.register_blueprint(runs.bp)
+    app.register_blueprint(live_runs.bp)
     app.register_blueprint(log.bp)
     app.register_blueprint(documents.bp)
     app.register_blueprint(api_runs.bp)

@@ -10,7 +10,7 @@ from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 from store import cases as case_store
 from store.db import open_db
-from tests.e2e.run_page import start_run
+from tests.e2e.run_page import run_to_the_end
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,7 @@ def agent(put_agent, live_server):
 
 def run_and_open_its_page(page):
     page.goto(f"/agents/{AGENT_ID}/run")
-    start_run(page, BUNDLES_MESSAGE)
+    run_to_the_end(page, BUNDLES_MESSAGE)
     page.get_by_role("link", name=re.compile(r"^Run #\d+$")).click()
     expect(page).to_have_url(re.compile(r"/runs/\d+$"))
     return int(page.url.rsplit("/", 1)[1])

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, mixed_script
 
 from engine import texts
-from tests.e2e.run_page import round_section, start_run
+from tests.e2e.run_page import round_section, run_to_the_end
 
 pytestmark = pytest.mark.e2e
 
@@ -32,8 +32,7 @@ def call_row(page, round_number, call_id):
 
 
 def run(page, message=BUNDLES_MESSAGE):
-    start_run(page, message)
-    expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+"))).to_be_visible()
+    run_to_the_end(page, message)
 
 
 def run_id(page):

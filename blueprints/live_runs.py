@@ -1,0 +1,164 @@
+"""Live runs: one step per request, Stop, Resume, and the decisions on calls that wait for approval.
+
+With JavaScript the run page drives a run by htmx hops: the element runs/_run_next.html renders asks for the next
+step as soon as it is on the page, and each step executes one model request synchronously and answers
+runs/_live_update.html: the rounds the page does not have yet, every other part of the run in place, and the
+element for the next hop. No background task: a plain threaded WSGI server runs it. A step another request holds
+is asked for again a second later, so a second page that shows the run follows it, and takes over its steps if
+the first page goes away. Without JavaScript the same forms post plainly and come back to the run's page
+(Post/Redirect/Get), the run executed to its next stop.
+"""
+
+import json
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+
+from blueprints.runs import is_htmx, next_hop_for, render_run, run_options
+from engine import ValidationError
+from store import NotFound, run_execution
+from store import runs as run_store
+from store.db import get_db
+
+bp = Blueprint("live_runs", __name__)
+
+DECISIONS = ("approve", "reject", "edit")
+
+
+def _load(run_id):
+    try:
+        return run_store.get_run(get_db(), run_id)
+    except NotFound:
+        abort(404)
+
+
+def _live_update(run, next_hop=None, status=200, **context):
+    """The parts of the run's page that changed; `after` (how many rounds the page has) comes with the request."""
+    after = request.values.get("after", 0, type=int)
+    new_rounds = [round_ for round_ in run["rounds"] if round_["number"] > after]
+    return render_template(
+        "runs/_live_update.html", run=run, new_rounds=new_rounds, next_hop=next_hop, **context
+    ), status
+
+
+def _to_the_run(run_id, anchor=None):
+    return redirect(url_for("runs.show_run", run_id=run_id, _anchor=anchor), 303)
+
+
+@bp.post("/runs/<int:run_id>/step")
+def step(run_id):
+    """One step of the run (htmx): the model's next response and the round it brings."""
+    _load(run_id)
+    db = get_db()
+    try:
+        run = run_execution.step_stored_run(db, run_id, **run_options())
+    except run_execution.RunConflict:
+        run = run_store.get_run(db, run_id)  # held by another request, or not running any more
+        return _live_update(run, "retry" if run["state"] == "running" else None)
+    except ValidationError as error:
+        return _live_update(run_store.get_run(db, run_id), notice=f"The run cannot go on: {error}")
+    return _live_update(run, next_hop_for(run))
+
+
+@bp.post("/runs/<int:run_id>/stop")
+def stop(run_id):
+    """Stop after the current step: at once when no step holds the run, else as that step ends."""
+    _load(run_id)
+    try:
+        run = run_execution.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])
+    except run_execution.RunConflict as error:
+        run = run_store.get_run(get_db(), run_id)
+        if not is_htmx():
+            flash(str(error))
+    if not is_htmx():
+        return _to_the_run(run_id)
+    if run["state"] == "finished":
+        return _live_update(run)
+    # The step in progress brings the stopped run; until then the button says what will happen.
+    return render_template("runs/_run_stop.html", run=run, stop_oob=True)
+
+
+@bp.post("/runs/<int:run_id>/resume")
+def resume(run_id):
+    """Go on with an interrupted run from its last round."""
+    _load(run_id)
+    db = get_db()
+    options = run_options()
+    try:
+        run = run_execution.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
+    except run_execution.RunConflict as error:
+        if is_htmx():
+            return _live_update(run_store.get_run(db, run_id), notice=str(error))
+        flash(str(error))
+        return _to_the_run(run_id)
+    if is_htmx():
+        return _live_update(run, "step")
+    _continue(db, run_id, options)
+    return _to_the_run(run_id)
+
+
+def _continue(db, run_id, options):
+    """Without JavaScript, the request goes on with the run to its next stop (unless another request took it)."""
+    try:
+        run_execution.continue_stored_run(db, run_id, **options)
+    except run_execution.RunConflict as error:
+        flash(str(error))
+
+
+def _posted_decision():
+    """(call id, the decision in its JSON form); ValidationError naming what is wrong."""
+    call_id = request.form.get("call_id", "")
+    choice = request.form.get("decision")
+    if choice not in DECISIONS:
+        raise ValidationError({"decision": "choose Approve, Reject or Approve with these arguments"})
+    if choice == "approve":
+        return call_id, {"approve": True}
+    if choice == "reject":
+        return call_id, {"reject": request.form.get("reason", "")}
+    text = request.form.get("arguments", "")
+    try:
+        arguments = json.loads(text)
+    except ValueError as error:
+        raise ValidationError(
+            {f"decisions.{call_id}.arguments": f"The arguments are not valid JSON: {error}."}
+        ) from None
+    return call_id, {"approve": True, "arguments": arguments}
+
+
+@bp.post("/runs/<int:run_id>/decisions")
+def decide(run_id):
+    """A reviewer's decision on one call that waits for approval; with the last one, the round runs and the run
+    goes on."""
+    _load(run_id)
+    db = get_db()
+    options = run_options()
+    edited = request.form.get("arguments") if request.form.get("decision") == "edit" else None
+    try:
+        call_id, decision = _posted_decision()
+        run = run_execution.decide_stored_run(
+            db,
+            run_id,
+            {call_id: decision},
+            complete=False,
+            registry=options["registry"],
+            lease_seconds=options["lease_seconds"],
+        )
+    except run_execution.RunConflict as error:
+        if is_htmx():
+            return _live_update(run_store.get_run(db, run_id), notice=str(error))
+        flash(str(error))
+        return _to_the_run(run_id)
+    except ValidationError as error:
+        run = run_store.get_run(db, run_id)
+        call_id = request.form.get("call_id", "")
+        context = {"decision_errors": {call_id: error.errors[error.field]}, "edits": {call_id: edited}}
+        if call_id not in {call["id"] for call in (run.get("pending_round") or {}).get("calls", [])}:
+            context["notice"] = str(error)
+        if is_htmx():
+            return _live_update(run, status=400, **context)
+        return render_run(run, status=400, **context)
+    if is_htmx():
+        return _live_update(run, next_hop_for(run))
+    if run["state"] == "running":
+        _continue(db, run_id, options)
+        return _to_the_run(run_id)
+    return _to_the_run(run_id, f"run-{run_id}-pending" if run["state"] == "awaiting_approval" else None)

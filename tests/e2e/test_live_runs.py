@@ -1,0 +1,198 @@
+"""Live runs in the browser, against a slow model (about a second a response, a real HTTP server configured as a
+provider connection): each round on the page as soon as its response is handled, the clock running, Stop in the
+middle of a step, and a run whose server was killed shown as interrupted after a restart and finished by Resume."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.run_page import round_section, start_run
+from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
+
+pytestmark = pytest.mark.e2e
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+ANSWER = "Content has the bundles Article and Basic page."
+SCRIPT = [
+    {"content": "Which entity types are there?", "tool_calls": [{"name": "list_entity_types", "arguments": {}}]},
+    {
+        "content": "The bundles of content, then.",
+        "tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}],
+    },
+    {"content": ANSWER},
+]
+SLOW = 15_000  # ms: a second a response, on a machine that may be busy
+# When each round's section appears on the page (Date.now(), per round number): the first time it is seen.
+WATCH_ROUNDS = """
+window.roundsSeen = {};
+new MutationObserver(() => {
+  for (const heading of document.querySelectorAll(".rounds section.round > h3")) {
+    const number = heading.id.replace(/^round-(\\d+)-heading$/, "$1");
+    if (!(number in window.roundsSeen)) window.roundsSeen[number] = Date.now();
+  }
+}).observe(document, {subtree: true, childList: true});
+"""
+
+
+def unique(name):
+    return f"{name}_{uuid.uuid4().hex[:8]}"
+
+
+def slow_agent(provider_id, script=SCRIPT):
+    return {
+        "label": "Slow live agent",
+        "provider": provider_id,
+        "tools": {"list_entity_types": {}, "list_bundles": {}},
+        "script": script,
+    }
+
+
+def answer_region(page):
+    return page.get_by_role("region", name="Answer", exact=True)
+
+
+def stop_reason(page):
+    return page.locator(".run-facts .stop-reason")
+
+
+def test_each_round_shows_as_soon_as_its_response_is_handled_with_a_clock_running(
+    page, put_agent, live_server, monkeypatch
+):
+    provider_id, agent_id = unique("slow"), unique("e2e_live")
+    with slow_model(live_server.app.config["DATABASE"], provider_id, SCRIPT, monkeypatch=monkeypatch) as model:
+        put_agent(agent_id, slow_agent(provider_id))
+        page.add_init_script(WATCH_ROUNDS)
+        page.goto(f"/agents/{agent_id}/run")
+        start_run(page, "Which bundles does content have?")
+
+        clock = page.locator(".run-state .elapsed")
+        expect(clock).to_be_visible(timeout=SLOW)
+        first_reading = clock.inner_text()
+        expect(clock).not_to_have_text(first_reading, timeout=SLOW)  # it counts on by itself
+        expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
+        expect(round_section(page, 1)).to_contain_text("list_entity_types")
+        expect(round_section(page, 2)).to_have_count(0)
+        expect(answer_region(page)).to_contain_text("Not yet: the run has not ended.")
+
+        expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW * 2)
+        expect(stop_reason(page)).to_have_text("Answered")
+        expect(page.locator(".run-state")).to_have_count(0)
+        seen = page.evaluate("window.roundsSeen")
+
+    latencies = [seen[str(number)] / 1000 - sent for number, sent in enumerate(model.sent, start=1)]
+    print(f"\nresponse → round on the page, per round (s): {', '.join(f'{latency:.3f}' for latency in latencies)}")
+    assert len(latencies) == 3
+    assert all(0 < latency < 0.5 for latency in latencies), latencies
+
+
+def test_the_finished_live_page_reads_as_the_run_s_permanent_page(page, put_agent, live_server, monkeypatch):
+    provider_id, agent_id = unique("slow"), unique("e2e_live")
+    with slow_model(live_server.app.config["DATABASE"], provider_id, SCRIPT, delay=0.2, monkeypatch=monkeypatch):
+        put_agent(agent_id, slow_agent(provider_id))
+        page.goto(f"/agents/{agent_id}/run")
+        start_run(page, "Which bundles does content have?")
+        expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW)
+        live = page.locator("article.run").inner_text()
+        link = page.get_by_role("link", name=re.compile(r"^Run #\d+$"))
+        link.click()
+        expect(page).to_have_url(re.compile(r"/runs/\d+$"))
+        expect(page.locator("article.run").get_by_role("region", name="Answer", exact=True)).to_contain_text(ANSWER)
+        assert page.locator("article.run").inner_text() == live
+
+
+def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(page, put_agent, live_server, monkeypatch):
+    provider_id, agent_id = unique("slow"), unique("e2e_stop")
+    with slow_model(
+        live_server.app.config["DATABASE"], provider_id, SCRIPT, delay=0.2, monkeypatch=monkeypatch
+    ) as model:
+        model.hold(from_request=2)
+        put_agent(agent_id, slow_agent(provider_id))
+        page.goto(f"/agents/{agent_id}/run")
+        start_run(page, "Which bundles does content have?")
+        expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
+
+        page.get_by_role("button", name="Stop").click()
+        expect(page.get_by_text("Stopping after the current step…")).to_be_visible(timeout=SLOW)
+        model.release()
+
+        expect(stop_reason(page)).to_have_text("Stopped by a person", timeout=SLOW)
+        second = round_section(page, 2)
+        expect(second).to_contain_text("1 call executed")  # the response that had come in was carried out
+        expect(second.get_by_role("row").filter(has_text="call_2_1")).to_contain_text('"article"')
+        expect(round_section(page, 3)).to_have_count(0)
+        expect(answer_region(page)).to_contain_text("None: a person stopped the run.")
+        assert model.requests == 2
+
+
+def _serve(database, instance, lease_seconds):
+    """The app in a process of its own, its requests logged beside the database: (process, base URL)."""
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    with open(instance / "server.log", "a") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                str(REPOSITORY / "tests/e2e/serve_app.py"),
+                str(database),
+                str(instance),
+                str(lease_seconds),
+            ],
+            cwd=REPOSITORY,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
+    port = process.stdout.readline().strip()
+    assert port.isdigit(), (
+        f"the app did not start (exit status {process.poll()}): {(instance / 'server.log').read_text()}"
+    )
+    return process, f"http://127.0.0.1:{port}"
+
+
+def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_resume_finishes_it(
+    page, tmp_path, monkeypatch
+):
+    database, instance = tmp_path / "toolgate.db", tmp_path / "instance"
+    instance.mkdir()
+    monkeypatch.setenv(API_KEY_VARIABLE, "not-a-real-key")  # before the app's process starts: it reads it
+    process, base = _serve(database, instance, lease_seconds=1)
+    try:
+        with slow_model(database, "slow", SCRIPT, delay=0.2, timeout=2, monkeypatch=monkeypatch) as model:
+            model.hold(from_request=2)
+            agent = {**slow_agent("slow"), "label": "Killed mid-run"}
+            response = page.request.put(
+                f"{base}/api/agents/killed", data=json.dumps(agent), headers={"Content-Type": "application/json"}
+            )
+            assert response.status == 201, response.text()
+            page.goto(f"{base}/agents/killed/run")
+            start_run(page, "Which bundles does content have?")
+            expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
+            run_url = page.get_by_role("link", name=re.compile(r"^Run #\d+$")).get_attribute("href")
+
+            process.send_signal(signal.SIGKILL)  # in the middle of step 2: its response is held
+            process.wait(timeout=10)
+            model.release()
+            process, base = _serve(database, instance, lease_seconds=1)
+
+            page.goto(f"{base}{run_url}")
+            expect(stop_reason(page)).to_have_text("Interrupted", timeout=SLOW)
+            expect(round_section(page, 1)).to_contain_text("list_entity_types")
+            expect(answer_region(page)).to_contain_text("Not yet")
+            page.get_by_role("button", name="Resume").click()
+
+            expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW)
+            expect(round_section(page, 2)).to_contain_text('"article"')
+            expect(stop_reason(page)).to_have_text("Answered")
+            run = page.request.get(f"{base}/api{run_url}").json()
+            assert run["state"] == "finished" and len(run["rounds"]) == 3
+    finally:
+        process.kill()
+        process.wait(timeout=10)

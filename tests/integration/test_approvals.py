@@ -1,0 +1,223 @@
+"""Approvals through the API and the pages: a run that waits, `POST /api/runs/<id>/decisions` with its bad cases,
+and the plain forms (no JavaScript) and their htmx updates."""
+
+import re
+
+import pytest
+from run_scenarios import form_fields
+
+REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
+HTMX = {"HX-Request": "true"}
+AGENT = {
+    "label": "Approvals",
+    "tools": {"list_bundles": {"require_approval": True}, "list_entity_types": {}},
+    "script": [
+        {
+            "tool_calls": [
+                {"name": "list_bundles", "arguments": {"entity_type": "node"}},
+                {"name": "list_bundles", "arguments": {"entity_type": "media"}},
+                {"name": "list_entity_types", "arguments": {}},
+            ]
+        },
+        {"content": "Done."},
+    ],
+}
+
+
+@pytest.fixture
+def waiting_run(client):
+    assert client.put("/api/agents/approvals", json=AGENT).status_code == 201
+    response = client.post("/api/agents/approvals/runs", json={"message": "Which bundles?"})
+    assert response.status_code == 201
+    return response.get_json()
+
+
+def decide(client, run_id, decisions, **body):
+    return client.post(f"/api/runs/{run_id}/decisions", json={"decisions": decisions, **body})
+
+
+def tool_messages(run):
+    return {message["tool_call_id"]: message["content"] for message in run["messages"] if message["role"] == "tool"}
+
+
+def html_of(response):
+    return response.get_data(as_text=True)
+
+
+# --- The API ---------------------------------------------------------------------------------------------------
+
+
+def test_a_run_with_a_call_that_requires_approval_comes_back_waiting_with_nothing_run(waiting_run):
+    assert waiting_run["state"] == "awaiting_approval" and waiting_run["stop_reason"] is None
+    assert [(call["id"], call["status"]) for call in waiting_run["pending_round"]["calls"]] == [
+        ("call_1_1", "awaiting_approval"),
+        ("call_1_2", "awaiting_approval"),
+        ("call_1_3", "allowed"),
+    ]
+    assert tool_messages(waiting_run) == {} and waiting_run["tool_calls"] == 0
+
+
+def test_decisions_run_the_round_and_the_run_goes_on_to_its_end(client, waiting_run):
+    response = decide(
+        client,
+        waiting_run["id"],
+        {"call_1_1": {"approve": True, "arguments": {"entity_type": "user"}}, "call_1_2": {"reject": "Not media."}},
+    )
+
+    assert response.status_code == 200
+    run = response.get_json()
+    assert (run["state"], run["stop_reason"], run["answer"]) == ("finished", "answered", "Done.")
+    messages = tool_messages(run)
+    assert '"user"' in messages["call_1_1"] and messages["call_1_2"] == f"{REJECTED_BY_REVIEWER} Not media."
+    assert '"node"' in messages["call_1_3"]  # the free call ran as usual
+    assert [call.get("review", {}).get("decision") for call in run["rounds"][0]["calls"]] == [
+        "approved",
+        "rejected",
+        None,
+    ]
+    assert client.get(f"/api/runs/{waiting_run['id']}").get_json() == run
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field", "message"),
+    [
+        ({}, 400, "decisions", "is required"),
+        ({"decisions": [], "why": 1}, 400, "why", "is not a field of this request"),
+        ({"decisions": {"call_1_1": {"approve": True}}}, 400, "decisions.call_1_2", "needs a decision"),
+        ({"decisions": {"call_9": {"approve": True}}}, 400, "decisions.call_9", "is not a call awaiting approval"),
+        ({"decisions": {"call_1_3": {"approve": True}}}, 400, "decisions.call_1_3", "is not a call awaiting approval"),
+        ({"decisions": {"call_1_1": {"approve": "yes"}}}, 400, "decisions.call_1_1", "must be"),
+        (
+            {"decisions": {"call_1_1": {"approve": True, "arguments": {"entity_type": 3}}, "call_1_2": {"reject": ""}}},
+            400,
+            "decisions.call_1_1.arguments",
+            "Error: invalid arguments for list_bundles: entity_type: 3 is not of type 'string'",
+        ),
+        ({"decisions": "all"}, 400, "decisions", "must be an object"),
+    ],
+)
+def test_a_bad_decision_is_refused_naming_it_and_the_run_still_waits(client, waiting_run, body, status, field, message):
+    response = client.post(f"/api/runs/{waiting_run['id']}/decisions", json=body)
+
+    assert response.status_code == status
+    assert response.get_json()["field"] == field and message in response.get_json()["error"]
+    assert client.get(f"/api/runs/{waiting_run['id']}").get_json()["state"] == "awaiting_approval"
+
+
+def test_decisions_for_a_run_that_does_not_wait_are_a_conflict(client, waiting_run):
+    decide(client, waiting_run["id"], {"call_1_1": {"approve": True}, "call_1_2": {"approve": True}})
+
+    response = decide(client, waiting_run["id"], {"call_1_1": {"approve": True}})
+
+    assert response.status_code == 409
+    assert response.get_json()["error"] == "state: The run has already ended."
+
+
+def test_decisions_for_an_unknown_run_or_not_as_json_are_refused(client):
+    assert client.post("/api/runs/99/decisions", json={"decisions": {}}).status_code == 404
+    response = client.post("/api/runs/99/decisions", data="decisions")
+    assert response.status_code == 400 and response.get_json()["field"] == "body"
+
+
+# --- The pages -------------------------------------------------------------------------------------------------
+
+
+def run_page(client, run_id):
+    return html_of(client.get(f"/runs/{run_id}"))
+
+
+def post_decision(client, run_id, call_id, decision, headers=None, **fields):
+    data = {"call_id": call_id, "decision": decision, **fields}
+    return client.post(f"/runs/{run_id}/decisions", data=data, headers=headers or {})
+
+
+def test_without_javascript_the_run_page_shows_each_waiting_call_with_its_three_choices(client):
+    client.put("/api/agents/approvals", json=AGENT)
+    fields = {**form_fields(html_of(client.get("/agents/approvals/run"))), "message": "Which bundles?"}
+
+    page = html_of(client.post("/agents/approvals/run", data=fields))
+
+    assert page.count('<form method="post" action="/runs/1/decisions"') == 6  # three per waiting call
+    assert page.count('<button type="submit" name="decision" value="approve">Approve</button>') == 2
+    assert page.count('<button type="submit" name="decision" value="reject">Reject</button>') == 2
+    assert 'id="arguments-call_1_1"' in page and "Approve with these arguments" in page
+    assert "Runs once every call awaiting approval is decided." in page  # list_entity_types, free
+    assert '<span class="state-badge state-awaiting_approval">Awaiting approval</span>' in page
+
+
+def test_plain_forms_decide_one_call_at_a_time_and_the_last_one_runs_the_round(client, waiting_run):
+    run_id = waiting_run["id"]
+
+    first = post_decision(client, run_id, "call_1_1", "approve")
+
+    assert first.status_code == 303 and first.headers["Location"] == f"/runs/{run_id}#run-{run_id}-pending"
+    assert "Approved by a reviewer" in run_page(client, run_id)
+    assert client.get(f"/api/runs/{run_id}").get_json()["state"] == "awaiting_approval"
+
+    last = post_decision(client, run_id, "call_1_2", "reject", reason="Not media.")
+
+    assert last.status_code == 303 and last.headers["Location"] == f"/runs/{run_id}"
+    page = run_page(client, run_id)
+    assert f"{REJECTED_BY_REVIEWER} Not media." in page and "Rejected by a reviewer: Not media." in page
+    assert '<dd class="stop-reason">Answered</dd>' in page
+
+
+def test_edited_arguments_that_are_not_json_or_do_not_fit_are_shown_beside_the_box_and_kept(client, waiting_run):
+    run_id = waiting_run["id"]
+
+    not_json = post_decision(client, run_id, "call_1_1", "edit", arguments='{"entity_type": ')
+    wrong = post_decision(client, run_id, "call_1_1", "edit", arguments='{"entity_type": 3}')
+
+    assert not_json.status_code == 400 and "The arguments are not valid JSON" in html_of(not_json)
+    assert "{&#34;entity_type&#34;: </textarea>" in html_of(not_json)
+    assert wrong.status_code == 400
+    assert re.search(r'id="arguments-call_1_1-errors"><li>Error: invalid arguments for list_bundles', html_of(wrong))
+    assert client.get(f"/api/runs/{run_id}").get_json()["pending_round"]["calls"][0].get("review") is None
+
+
+def test_a_decision_posted_with_htmx_swaps_the_waiting_round_and_then_hands_on_the_next_step(client, waiting_run):
+    run_id = waiting_run["id"]
+
+    waiting = html_of(post_decision(client, run_id, "call_1_1", "approve", headers=HTMX, after="0"))
+    decided = html_of(post_decision(client, run_id, "call_1_2", "reject", headers=HTMX, after="0"))
+
+    assert f'<div class="pending-round" id="run-{run_id}-pending" hx-swap-oob="true">' in waiting
+    assert "Awaiting approval: 1 of 2 calls to decide" in waiting
+    assert f'hx-post="/runs/{run_id}/step" hx-trigger="load"' in decided
+    assert f'<div hx-swap-oob="beforeend:#run-{run_id}-rounds">' in decided and "Rejected by a reviewer" in decided
+
+
+def test_a_decision_on_a_run_that_does_not_wait_says_so(client, waiting_run):
+    decide(client, waiting_run["id"], {"call_1_1": {"approve": True}, "call_1_2": {"approve": True}})
+
+    response = post_decision(client, waiting_run["id"], "call_1_1", "approve")
+
+    assert response.status_code == 303
+    assert "The run has already ended." in html_of(client.get(response.headers["Location"]))
+
+
+def test_a_posted_decision_that_is_none_of_the_three_is_refused(client, waiting_run):
+    response = post_decision(client, waiting_run["id"], "call_1_1", "maybe")
+
+    assert response.status_code == 400 and "choose Approve, Reject or Approve with these arguments" in html_of(response)
+
+
+def test_the_agent_form_saves_require_approval_and_the_agent_page_says_so(client, actions):
+    actions.create(label="Reviewed", tools={"list_bundles": {"require_approval": True}})
+
+    assert actions.get("reviewed")["tools"]["list_bundles"]["require_approval"] is True
+    assert "Requires approval" in html_of(client.get("/agents/reviewed"))
+    assert 'name="tools-list_bundles-require_approval"' in html_of(client.get("/agents/reviewed/edit"))
+
+
+def test_a_run_may_switch_require_approval_on_for_itself(client):
+    client.put("/api/agents/free", json={**AGENT, "tools": {"list_bundles": {}, "list_entity_types": {}}})
+
+    run = client.post(
+        "/api/agents/free/runs",
+        json={"message": "Which bundles?", "overrides": {"tools": {"list_entity_types": {"require_approval": True}}}},
+    ).get_json()
+
+    assert run["state"] == "awaiting_approval"
+    assert [call["status"] for call in run["pending_round"]["calls"]] == ["allowed", "allowed", "awaiting_approval"]
+    assert client.get("/api/agents/free").get_json()["tools"]["list_entity_types"]["require_approval"] is False
