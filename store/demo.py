@@ -202,7 +202,55 @@ CATALOG_PAGE = {
     ],
 }
 
-DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT, CATALOG_PAGE)
+CANVAS_REVIEWED = {
+    "id": "canvas_reviewed",
+    "label": "Canvas with reviewed edits (approvals)",
+    "description": (
+        "Shows approvals at work: edit_component requires approval, so a response that edits the page waits until a "
+        "person approves, edits or rejects each edit; get_layout in the same response waits too, then runs as usual. "
+        "Approve the title and reject the subtitle: the model is told why, and answers without it."
+    ),
+    "system_prompt": (
+        "You build landing pages on a canvas. place_component returns the UUID of the component it placed; set its "
+        "text with edit_component, and check the page with get_layout. Every edit is reviewed by a person before it "
+        "is made.\n\n"
+        "This demo runs on the scripted model: it places a hero, then sets its title and a subtitle in one response."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {
+        "place_component": {},
+        "edit_component": {"require_approval": True, "progress_message": "Editing the page…"},
+        "get_layout": {},
+    },
+    "script": [
+        {
+            "content": "The hero first.",
+            "tool_calls": [
+                {"id": "hero", "name": "place_component", "arguments": {"component": "hero", "region": "header"}}
+            ],
+        },
+        {
+            "content": "Now its title and a subtitle.",
+            "tool_calls": [
+                {"name": "edit_component", "arguments": {"uuid": "{{hero}}", "props": {"title": "Welcome"}}},
+                {
+                    "name": "edit_component",
+                    "arguments": {"uuid": "{{hero}}", "props": {"subtitle": "From 9 € a month"}},
+                },
+                {"name": "get_layout", "arguments": {}},
+            ],
+        },
+        {
+            "content": (
+                'The header has a hero titled "Welcome". I set only the edits the reviewer approved: a rejected edit '
+                "was not made."
+            )
+        },
+    ],
+}
+
+DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT, CATALOG_PAGE, CANVAS_REVIEWED)
 
 # One regression case per demo agent: the name, and the message of the run it records. Untick "Restrict to one
 # call per response" on canvas_builder or catalog_explorer and "Check all" shows round 1's verdicts changing.
@@ -211,12 +259,22 @@ DEMO_CASES = {
     "catalog_explorer": ("Two listings in one response are rejected", "Which bundles do nodes and terms have?"),
     "docs_assistant": ("Every read runs: no tool is restricted", "How do refunds and shipping work?"),
     "catalog_page": ("A forbidden entity type and a repeated call are refused", "List the content types on a page."),
+    "canvas_reviewed": ("The title is approved, the subtitle rejected", "Build a landing page with a hero."),
+}
+# The reviewer's decisions of a demo case's run, for the agents whose calls require approval: part of its input.
+DEMO_DECISIONS = {
+    "canvas_reviewed": {"call_2_1": {"approve": True}, "call_2_2": {"reject": "No prices on the landing page."}},
 }
 
 
 def _demo_case(db, agent_id, known_tools):
     name, message = DEMO_CASES[agent_id]
-    run = engine.run_agent(agent_store.get_agent(db, agent_id), message, documents=DocumentTable(db))
+    run = engine.run_agent(
+        agent_store.get_agent(db, agent_id),
+        message,
+        decisions=DEMO_DECISIONS.get(agent_id),
+        documents=DocumentTable(db),
+    )
     return case_store.validate(db, case_from_run(run, name), known_tools)
 
 

@@ -35,9 +35,9 @@ def test_init_db_reports_an_up_to_date_database(tmp_path):
 def test_load_demo_loads_the_agents_and_the_sample_documents(runner, client, database):
     result = runner.invoke(args=["load-demo"])
     assert result.exit_code == 0, result.output
-    assert "canvas_builder, catalog_explorer, docs_assistant, catalog_page" in result.output
+    assert "canvas_builder, catalog_explorer, docs_assistant, catalog_page, canvas_reviewed" in result.output
     ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
-    assert ids == {"canvas_builder", "catalog_explorer", "docs_assistant", "catalog_page"}
+    assert ids == {"canvas_builder", "catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed"}
     assert database["documents"].count >= 2
     assert {"refund-policy", "shipping-times"} <= {row["id"] for row in database["documents"].rows}
 
@@ -56,14 +56,17 @@ def test_load_demo_twice_keeps_what_is_there_unless_replace(runner, client, acti
 
 def test_load_demo_if_empty_fills_an_empty_database_and_leaves_a_used_one_alone(runner, client, actions):
     result = runner.invoke(args=["load-demo", "--if-empty"])
-    assert result.exit_code == 0 and "canvas_builder, catalog_explorer, docs_assistant, catalog_page" in result.output
+    assert (
+        result.exit_code == 0
+        and "canvas_builder, catalog_explorer, docs_assistant, catalog_page, canvas_reviewed" in result.output
+    )
     client.delete("/api/agents/canvas_builder")
 
     result = runner.invoke(args=["load-demo", "--if-empty"])
 
     assert result.exit_code == 0 and "demo not loaded" in result.output
     ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
-    assert ids == {"catalog_explorer", "docs_assistant", "catalog_page"}
+    assert ids == {"catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed"}
 
 
 def test_import_of_json_nested_too_deeply_is_refused_and_changes_nothing(runner, client, tmp_path):
