@@ -53,7 +53,7 @@ def step(run_id):
         run = run_execution.step_stored_run(db, run_id, **run_options())
     except run_execution.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
-        return _live_update(run, "retry" if run["state"] == "running" else None)
+        return _live_update(run, "retry" if run.get("state") == "running" else None)
     except ValidationError as error:
         return _live_update(run_store.get_run(db, run_id), notice=f"The run cannot go on: {error}")
     return _live_update(run, next_hop_for(run))
@@ -71,7 +71,7 @@ def stop(run_id):
             flash(str(error))
     if not is_htmx():
         return _to_the_run(run_id)
-    if run["state"] == "finished":
+    if run["stop_reason"] is not None:
         return _live_update(run)
     # The step in progress brings the stopped run; until then the button says what will happen.
     return render_template("runs/_run_stop.html", run=run, stop_oob=True)
@@ -158,7 +158,7 @@ def decide(run_id):
         return render_run(run, status=400, **context)
     if is_htmx():
         return _live_update(run, next_hop_for(run))
-    if run["state"] == "running":
+    if run.get("state") == "running":
         _continue(db, run_id, options)
         return _to_the_run(run_id)
-    return _to_the_run(run_id, f"run-{run_id}-pending" if run["state"] == "awaiting_approval" else None)
+    return _to_the_run(run_id, f"run-{run_id}-pending" if run.get("state") == "awaiting_approval" else None)

@@ -82,7 +82,7 @@ def is_htmx():
 def next_hop_for(run):
     """What a page that shows this run asks for next: its next step while it runs (a step another request holds is
     asked for again a moment later, so a page that watches a run drives it once the request that did has gone)."""
-    return "step" if run["state"] == "running" else None
+    return "step" if run.get("state") == "running" else None
 
 
 def render_run(run, status=200, **context):

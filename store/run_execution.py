@@ -55,7 +55,7 @@ def _claim(db, run_id, claim, lease_until):
 
 def _why_not(run, claim):
     """Why the run cannot be held for `claim` (store.runs.CLAIMS)."""
-    state = run["state"]
+    state = run.get("state", "finished")
     if state == "finished":
         return "The run has already ended."
     if claim == "decide" and state != AWAITING_APPROVAL:

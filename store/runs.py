@@ -137,8 +137,9 @@ def _state(row):
 
 def _run_from_row(row):
     run = run_from_row(row)
-    run["state"] = _state(row)
-    if run["state"] != FINISHED:
+    if "state" in run or row["state"] != FINISHED:  # a run stored before states existed reads as it was stored
+        run["state"] = _state(row)
+    if run.get("state", FINISHED) != FINISHED:
         run["started_at"] = row["started_at"]
         run["stop_requested"] = bool(row["stop_requested"])
     return run

@@ -116,7 +116,7 @@ def test_decisions_for_a_run_that_does_not_wait_are_a_conflict(client, waiting_r
 def test_decisions_for_an_unknown_run_or_not_as_json_are_refused(client):
     assert client.post("/api/runs/99/decisions", json={"decisions": {}}).status_code == 404
     response = client.post("/api/runs/99/decisions", data="decisions")
-    assert response.status_code == 400 and response.get_json()["field"] == "body"
+    assert response.status_code == 415 and response.get_json()["field"] == "body"
 
 
 # --- The pages -------------------------------------------------------------------------------------------------
