@@ -188,7 +188,14 @@ def format_run(run):
         if round_.get("reminder"):
             lines.append(f"  Reminder sent: {round_['reminder']}")
     lines.append("")
-    if run["stop_reason"] == "error":
+    pending = run.get("pending_round")
+    if pending:
+        waiting = [call["id"] for call in pending["calls"] if call["status"] == "awaiting_approval"]
+        lines.append(
+            f"Round {pending['number']} awaits approval of {', '.join(waiting)}: nothing of it has run. Decide on "
+            f"/runs/{run['id']}, or POST /api/runs/{run['id']}/decisions."
+        )
+    elif run["stop_reason"] == "error":
         if run.get("model_requests", 0) > len(run["rounds"]):
             lines.append(f"Request {run['model_requests']} failed.")
         lines.append(f"Error: {run.get('error')}")
