@@ -172,10 +172,13 @@ class _Run:
             latency_ms=latency_ms,
         )
 
-    def complete_round(self, round_):
+    def add_round(self, round_):
         self.rounds.append(round_)
         if self.on_event is not None:  # a round's JSON is not free: build it only for a listener
             self.emit({"type": "round", "round": round_.to_json()})
+
+    def complete_round(self, round_):
+        self.add_round(round_)
         cap = self.config.max_rounds
         if self.stop_reason is None and cap and self.rounds_used >= cap and self.config.on_round_cap == "message":
             self.finish(ROUND_CAP, self.cap_message())
@@ -234,7 +237,6 @@ class _Run:
         )
         if awaiting:
             self.pending = PendingRound(round_, review.verdicts, awaiting)
-            self.emit({"type": "awaiting_approval", "round": self.pending.view(self.progress_message).to_json()})
             return None
         return self.carry_out(round_, review.verdicts)
 
@@ -307,8 +309,7 @@ class _Run:
             ]
             round_ = self.answer_tool_calls(self.pending.round, verdicts)
             self.pending = None
-            self.rounds.append(round_)
-            self.emit({"type": "round", "round": round_.to_json()})
+            self.add_round(round_)
         self.finish(STOPPED, None)
 
     def answer_tool_calls(self, round_, verdicts, reviews=None):
