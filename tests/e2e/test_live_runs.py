@@ -3,23 +3,18 @@ provider connection): each round on the page as soon as its response is handled,
 middle of a step, and a run whose server was killed shown as interrupted after a restart and finished by Resume."""
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.run_page import round_section, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
+from tests.live_http import WAITRESS, AppProcess
 
 pytestmark = pytest.mark.e2e
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 ANSWER = "Content has the bundles Article and Basic page."
 SCRIPT = [
     {"content": "Which entity types are there?", "tool_calls": [{"name": "list_entity_types", "arguments": {}}]},
@@ -132,38 +127,18 @@ def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(page, 
         assert model.requests == 2
 
 
-def _serve(database, instance, lease_seconds):
-    """The app in a process of its own, its requests logged beside the database: (process, base URL)."""
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    with open(instance / "server.log", "a") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                str(REPOSITORY / "tests/e2e/serve_app.py"),
-                str(database),
-                str(instance),
-                str(lease_seconds),
-            ],
-            cwd=REPOSITORY,
-            env=environment,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-        )
-    port = process.stdout.readline().strip()
-    assert port.isdigit(), (
-        f"the app did not start (exit status {process.poll()}): {(instance / 'server.log').read_text()}"
-    )
-    return process, f"http://127.0.0.1:{port}"
+def serve(database, log_name):
+    """The app in a process of its own under waitress, as `make run` serves it: (process, base URL)."""
+    process = AppProcess(WAITRESS, database, database.parent / log_name, TOOLGATE_RUN_LEASE_SECONDS="1")
+    return process, process.ready()
 
 
 def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_resume_finishes_it(
     page, tmp_path, monkeypatch
 ):
-    database, instance = tmp_path / "toolgate.db", tmp_path / "instance"
-    instance.mkdir()
+    database = tmp_path / "toolgate.db"
     monkeypatch.setenv(API_KEY_VARIABLE, "not-a-real-key")  # before the app's process starts: it reads it
-    process, base = _serve(database, instance, lease_seconds=1)
+    server, base = serve(database, "first.log")
     try:
         with slow_model(database, "slow", SCRIPT, delay=0.2, timeout=2, monkeypatch=monkeypatch) as model:
             model.hold(from_request=2)
@@ -177,10 +152,10 @@ def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_res
             expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
             run_url = page.get_by_role("link", name=re.compile(r"^Run #\d+$")).get_attribute("href")
 
-            process.send_signal(signal.SIGKILL)  # in the middle of step 2: its response is held
-            process.wait(timeout=10)
+            server.process.kill()  # in the middle of step 2: its response is held
+            server.stop()
             model.release()
-            process, base = _serve(database, instance, lease_seconds=1)
+            server, base = serve(database, "restarted.log")
 
             page.goto(f"{base}{run_url}")
             expect(stop_reason(page)).to_have_text("Interrupted", timeout=SLOW)
@@ -194,5 +169,4 @@ def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_res
             run = page.request.get(f"{base}/api{run_url}").json()
             assert run["state"] == "finished" and len(run["rounds"]) == 3
     finally:
-        process.kill()
-        process.wait(timeout=10)
+        server.stop()

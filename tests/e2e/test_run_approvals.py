@@ -68,7 +68,9 @@ def test_approve_one_call_and_reject_another_and_see_what_went_back_to_the_model
     expect(sent_back).to_contain_text(REJECTION)
 
 
-def test_without_javascript_a_reviewer_edits_the_arguments_and_approves_through_plain_forms(browser, base_url, agent_id):
+def test_without_javascript_a_reviewer_edits_the_arguments_and_approves_through_plain_forms(
+    browser, base_url, agent_id
+):
     context = browser.new_context(java_script_enabled=False, base_url=base_url)
     page = context.new_page()
     try:
