@@ -221,3 +221,20 @@ def test_a_run_may_switch_require_approval_on_for_itself(client):
     assert run["state"] == "awaiting_approval"
     assert [call["status"] for call in run["pending_round"]["calls"]] == ["allowed", "allowed", "awaiting_approval"]
     assert client.get("/api/agents/free").get_json()["tools"]["list_entity_types"]["require_approval"] is False
+
+
+def test_require_approval_that_is_not_true_or_false_is_refused_naming_it(client):
+    response = client.put("/api/agents/bad", json={**AGENT, "tools": {"list_bundles": {"require_approval": "yes"}}})
+
+    assert response.status_code == 400
+    assert response.get_json()["errors"] == {"tools.list_bundles.require_approval": "must be true or false"}
+
+
+def test_the_run_page_s_settings_may_require_approval_for_one_run(client):
+    client.put("/api/agents/free", json={**AGENT, "tools": {"list_bundles": {}, "list_entity_types": {}}})
+    fields = {**form_fields(html_of(client.get("/agents/free/run"))), "message": "Which bundles?"}
+
+    page = html_of(client.post("/agents/free/run", data={**fields, "tools-list_bundles-require_approval": "y"}))
+
+    assert "Awaiting approval: 2 of 2 calls to decide" in page
+    assert "&#34;require_approval&#34;: true" in page  # recorded among the run's overrides
