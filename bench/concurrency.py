@@ -20,7 +20,7 @@ from tests.live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browse
 RUNS = 20
 MODEL_DELAY = 0.2
 BURSTS = 3
-MODEL_KEY = "BENCH_MODEL_KEY"
+MODEL_KEY = "BENCH_MODEL_API_KEY"
 SCRIPT = [
     {"tool_calls": [{"name": "list_entity_types", "arguments": {}}]},
     {"content": "There are four entity types."},
