@@ -55,6 +55,27 @@ TOOL_SETTING_DEFAULTS = MappingProxyType(
     }
 )
 
+# The settings that mean something for a tool the client runs (the proxy and the gate API apply them): not those
+# that act on a tool's execution or output, which Toolgate never sees.
+CLIENT_TOOL_SETTING_DEFAULTS = MappingProxyType(
+    {
+        key: TOOL_SETTING_DEFAULTS[key]
+        for key in (
+            "restrict_multiple_calls",
+            "multiple_call_error_message",
+            "require_usage",
+            "description_override",
+            "max_calls_per_run",
+            "max_identical_calls",
+            "argument_rules",
+            "argument_descriptions",
+        )
+    }
+)
+CLIENT_RUNS_IT = "does not apply to a client tool: Toolgate never runs it"
+# What OpenAI accepts as a function name.
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
 AGENT_DEFAULTS = MappingProxyType(
     {
         "label": "",
@@ -72,10 +93,12 @@ AGENT_DEFAULTS = MappingProxyType(
         "seed": None,
         "max_tokens": None,
         "tools": {},
+        "client_tools": {},
         "script": [],
         "revision": 1,
     }
 )
+TOOL_MAPS = {"tools": TOOL_SETTING_DEFAULTS, "client_tools": CLIENT_TOOL_SETTING_DEFAULTS}
 
 # Fields a run may not override: they name the agent rather than configure it.
 NOT_OVERRIDABLE = ("id", "revision")
@@ -142,6 +165,7 @@ class AgentConfig:
     seed: int | None = None
     max_tokens: int | None = None
     tools: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+    client_tools: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # name -> ToolSettings
     script: tuple = ()
     revision: int = 1
 
@@ -279,32 +303,62 @@ def _check_request_settings(errors, agent):
         errors["max_tokens"] = f"must be empty (null) or a whole number from 1 to {MAX_TOKENS_LIMIT:,}"
 
 
-def _check_tool_settings(errors, tool_name, settings, known_tools):
-    """Put a message in `errors` for every bad setting of one tool; normalise the per-argument settings in
-    place (defaults filled in, empty entries dropped)."""
-    prefix = f"tools.{tool_name}"
-    if known_tools is not None and tool_name not in known_tools:
-        errors[prefix] = f'"{tool_name}" is not a registered tool'
-        return
+def _check_tool_settings(errors, prefix, tool_name, settings, defaults, parameters):
+    """Put a message in `errors` for every bad setting of one tool (`defaults` says which keys it may have, a
+    registered tool's or a client tool's); normalise the per-argument settings in place (defaults filled in,
+    empty entries dropped). `parameters`: the tool's JSON Schema, or None when it is not known."""
     if not isinstance(settings, dict):
         errors[prefix] = "tool settings must be an object"
         return
     for key in settings:
-        if key not in TOOL_SETTING_DEFAULTS:
-            errors[f"{prefix}.{key}"] = "is not a tool setting"
+        if key not in defaults:
+            client_only = key in TOOL_SETTING_DEFAULTS
+            errors[f"{prefix}.{key}"] = CLIENT_RUNS_IT if client_only else "is not a tool setting"
     for key in ("restrict_multiple_calls", "require_usage", "return_directly", "use_artifacts", "require_approval"):
-        if not isinstance(settings[key], bool):
+        if key in defaults and not isinstance(settings[key], bool):
             errors[f"{prefix}.{key}"] = "must be true or false"
     for key in ("multiple_call_error_message", "description_override"):
         check_text(errors, settings, key, DESCRIPTION_MAX, error_key=f"{prefix}.{key}")
-    check_text(errors, settings, "progress_message", LABEL_MAX, error_key=f"{prefix}.progress_message")
+    if "progress_message" in defaults:
+        check_text(errors, settings, "progress_message", LABEL_MAX, error_key=f"{prefix}.progress_message")
     for key in ("max_calls_per_run", "max_identical_calls"):
         _check_int(errors, f"{prefix}.{key}", settings[key], 0, MAX_CALLS_PER_RUN_LIMIT)
-    parameters = known_tools.get(tool_name) if isinstance(known_tools, Mapping) else None
     settings["argument_rules"] = check_argument_rules(errors, prefix, tool_name, settings["argument_rules"], parameters)
     settings["argument_descriptions"] = check_argument_descriptions(
         errors, prefix, tool_name, settings["argument_descriptions"], parameters, DESCRIPTION_MAX
     )
+
+
+def _check_tools(errors, tools, known_tools):
+    if not isinstance(tools, dict):
+        errors["tools"] = "must be an object mapping tool names to settings"
+        return
+    for tool_name, settings in tools.items():
+        prefix = f"tools.{tool_name}"
+        if known_tools is not None and tool_name not in known_tools:
+            errors[prefix] = f'"{tool_name}" is not a registered tool'
+            continue
+        parameters = known_tools.get(tool_name) if isinstance(known_tools, Mapping) else None
+        _check_tool_settings(errors, prefix, tool_name, settings, TOOL_SETTING_DEFAULTS, parameters)
+
+
+def _check_client_tools(errors, client_tools, tools):
+    """Client tools need not be registered, and their schema is the client's: only the names and the settings'
+    shapes are checked. A name the agent also enables in `tools` would be run by both, so it is refused."""
+    if not isinstance(client_tools, dict):
+        errors["client_tools"] = "must be an object mapping tool names to settings"
+        return
+    for tool_name, settings in client_tools.items():
+        prefix = f"client_tools.{tool_name}"
+        if not TOOL_NAME_PATTERN.match(tool_name):
+            errors[prefix] = "a tool name is 1 to 64 letters, digits, underscores or hyphens"
+        elif isinstance(tools, dict) and tool_name in tools:
+            errors[prefix] = (
+                f'"{tool_name}" is also one of the agent\'s tools, which Toolgate runs; a tool is run either by '
+                "Toolgate or by the client"
+            )
+        else:
+            _check_tool_settings(errors, prefix, tool_name, settings, CLIENT_TOOL_SETTING_DEFAULTS, None)
 
 
 def check_script(script):
@@ -353,11 +407,12 @@ def with_defaults(data):
     which may be nested too deeply to copy, if an older version stored it; validation then says so)."""
     filled = copy.deepcopy(dict(AGENT_DEFAULTS))
     filled.update(data)
-    if isinstance(filled.get("tools"), dict):
-        filled["tools"] = {
-            name: {**copy.deepcopy(dict(TOOL_SETTING_DEFAULTS)), **settings} if isinstance(settings, dict) else settings
-            for name, settings in filled["tools"].items()
-        }
+    for key, defaults in TOOL_MAPS.items():
+        if isinstance(filled.get(key), dict):
+            filled[key] = {
+                name: {**copy.deepcopy(dict(defaults)), **settings} if isinstance(settings, dict) else settings
+                for name, settings in filled[key].items()
+            }
     return filled
 
 
@@ -401,17 +456,14 @@ def validate_agent(data, known_tools=None):
     _check_request_settings(errors, agent)
     if not _is_int(agent["revision"]) or agent["revision"] < 1:
         errors["revision"] = "must be a whole number of at least 1"
-    if not isinstance(agent["tools"], dict):
-        errors["tools"] = "must be an object mapping tool names to settings"
-    else:
-        for tool_name, settings in agent["tools"].items():
-            _check_tool_settings(errors, tool_name, settings, known_tools)
+    _check_tools(errors, agent["tools"], known_tools)
+    _check_client_tools(errors, agent["client_tools"], agent["tools"])
     script_error = check_script(agent["script"])
     if script_error:
         errors["script"] = script_error
     if errors:
         raise ValidationError(errors)
-    for settings in agent["tools"].values():
+    for settings in [*agent["tools"].values(), *agent["client_tools"].values()]:
         if not settings["restrict_multiple_calls"]:
             settings["multiple_call_error_message"] = ""
     return agent
@@ -421,7 +473,7 @@ def apply_overrides(agent, overrides):
     """The agent with `overrides` merged key by key (tool settings too), as a new dict.
 
     `{"tools": {"name": {...}}}` merges into that tool's settings, enabling it if it was not; `null` for a
-    tool disables it for the run.
+    tool disables it for the run. `client_tools` merge the same way.
     """
     merged = copy.deepcopy(agent)
     if overrides is None:
@@ -441,18 +493,18 @@ def apply_overrides(agent, overrides):
             errors[f"overrides.{key}"] = "cannot be overridden for a run"
         elif key not in AGENT_DEFAULTS:
             errors[f"overrides.{key}"] = "is not an agent field"
-        elif key == "tools":
+        elif key in TOOL_MAPS:
             if not isinstance(value, dict):
-                errors["overrides.tools"] = "must be an object mapping tool names to settings"
+                errors[f"overrides.{key}"] = "must be an object mapping tool names to settings"
                 continue
-            tools = merged.setdefault("tools", {})
+            tools = merged.setdefault(key, {})
             for tool_name, settings in value.items():
                 if settings is None:
                     tools.pop(tool_name, None)
                 elif isinstance(settings, dict):
                     tools[tool_name] = {**tools.get(tool_name, {}), **copy.deepcopy(settings)}
                 else:
-                    errors[f"overrides.tools.{tool_name}"] = "must be an object of tool settings, or null"
+                    errors[f"overrides.{key}.{tool_name}"] = "must be an object of tool settings, or null"
         else:
             merged[key] = copy.deepcopy(value)
     if errors:
@@ -489,11 +541,15 @@ def overrides_between(agent, wanted):
 
 def build_config(agent):
     """The frozen AgentConfig of an already validated agent dict."""
-    tools = MappingProxyType({name: ToolSettings.from_json(settings) for name, settings in agent["tools"].items()})
+    tools, client_tools = (
+        MappingProxyType({name: ToolSettings.from_json(settings) for name, settings in agent[key].items()})
+        for key in TOOL_MAPS
+    )
     return AgentConfig(
-        **{key: agent[key] for key in AGENT_DEFAULTS if key not in ("tools", "script")},
+        **{key: agent[key] for key in AGENT_DEFAULTS if key not in (*TOOL_MAPS, "script")},
         id=agent["id"],
         tools=tools,
+        client_tools=client_tools,
         script=tuple(copy.deepcopy(agent["script"])),
     )
 

@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from referencing.exceptions import Unresolvable
 
 from . import texts
 from .arguments import apply_argument_rules, checked_parameters, hidden_arguments
@@ -48,14 +50,22 @@ class Review:
 
 
 _validators = {}
+VALIDATORS_KEPT = 512  # the proxy checks against the schemas its clients send: their names are not bounded
 
 
 def _schema_errors(tool, rules, arguments):
     key = (tool.name, hidden_arguments(rules))
     cached = _validators.get(key)
     if cached is None or cached[0] is not tool.parameters:
-        cached = _validators[key] = (tool.parameters, Draft202012Validator(checked_parameters(tool.parameters, rules)))
-    errors = sorted(cached[1].iter_errors(arguments), key=lambda error: list(error.absolute_path))
+        if len(_validators) >= VALIDATORS_KEPT:
+            _validators.clear()
+        # SPECIFICATIONS and nothing else: a `$ref` to an address is never fetched.
+        validator = Draft202012Validator(checked_parameters(tool.parameters, rules), registry=SPECIFICATIONS)
+        cached = _validators[key] = (tool.parameters, validator)
+    try:
+        errors = sorted(cached[1].iter_errors(arguments), key=lambda error: list(error.absolute_path))
+    except Unresolvable as error:
+        return f"the tool's schema refers to {error.ref!r}, which is not part of it"
     details = []
     for error in errors:
         where = "/".join(str(part) for part in error.absolute_path)

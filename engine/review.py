@@ -3,6 +3,7 @@ and the tools to send the model, exactly as a run would send them."""
 
 from collections import Counter
 
+from .client_tools import gate_api_view
 from .config import MAX_CALLS_PER_RESPONSE, ValidationError, json_value_problem, load_agent
 from .gate import call_key, restriction_log_message, review_calls
 from .tools import default_registry
@@ -43,7 +44,8 @@ def tools_for_agent(agent, overrides=None, *, registry=None):
 def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls_so_far=None, artifacts=None):
     """The gate's verdict on one response: which ids may run and with which arguments (artifact placeholders
     replaced, forced values put in), why the others may not, the tool messages to append for the rejected ones,
-    and the log entry of a policy violation. Nothing executes.
+    and the log entry of a policy violation. Nothing executes. The agent's client tools are reviewed like its
+    tools, except that their schema is unknown here: their arguments need only be a JSON object.
 
     `calls_so_far`: what already ran in the client's run, either {tool name: count} (enough for
     max_calls_per_run) or the list of calls that ran, each with the arguments it ran with (what this answer's
@@ -71,8 +73,9 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
     if len(set(ids)) != len(ids):
         raise ValidationError({"tool_calls": "every call needs its own id"})
     counts, identical = _checked_calls_so_far(calls_so_far)
+    gate_config, gate_registry = gate_api_view(config, registry)
     review = review_calls(
-        calls, config, registry, counts, identical_so_far=identical, artifacts=_checked_artifacts(artifacts)
+        calls, gate_config, gate_registry, counts, identical_so_far=identical, artifacts=_checked_artifacts(artifacts)
     )
     violation = restriction_log_message(config.id, review) if review.restricted_tools else None
     return {

@@ -1,7 +1,7 @@
 """Two runs side by side: what each round and call did in one and in the other, what differs, and which settings
 differ between the agent snapshots they ran with. Pure: it reads two run dicts (SPEC §8 shape)."""
 
-from .config import AGENT_DEFAULTS, TOOL_SETTING_DEFAULTS, fill_defaults
+from .config import AGENT_DEFAULTS, TOOL_MAPS, fill_defaults
 
 SUMMARY_FIELDS = ("message", "stop_reason", "answer", "tool_calls", "rejected_calls", "rounds_used", "model_requests")
 CALL_FIELDS = ("name", "arguments", "status", "reason", "message", "output")
@@ -52,30 +52,36 @@ def _compare_round(number, one, other):
 
 def agent_changes(before, after):
     """The settings that differ between two agent snapshots: [{"setting", "before", "after"}], agent fields first,
-    then per tool ("tools.NAME" when it was enabled in one only, "tools.NAME.KEY" for a setting). Keys missing
-    from an older snapshot count as their defaults."""
+    then per tool ("tools.NAME" when it was enabled in one only, "tools.NAME.KEY" for a setting), then per client
+    tool the same way ("client_tools.NAME…"). Keys missing from an older snapshot count as their defaults."""
     before, after = fill_defaults(before or {}), fill_defaults(after or {})
     changes = []
     for key in ("id", *AGENT_DEFAULTS):
-        if key in NOT_A_SETTING or key == "tools":
+        if key in NOT_A_SETTING or key in TOOL_MAPS:
             continue
         if before.get(key) != after.get(key):
             changes.append({"setting": key, "before": before.get(key), "after": after.get(key)})
-    tools_before, tools_after = before.get("tools") or {}, after.get("tools") or {}
+    for field, defaults in TOOL_MAPS.items():
+        changes += _tool_changes(field, defaults, before.get(field) or {}, after.get(field) or {})
+    return changes
+
+
+def _tool_changes(field, defaults, tools_before, tools_after):
+    changes = []
     for name in [*tools_before, *(name for name in tools_after if name not in tools_before)]:
         one, other = tools_before.get(name), tools_after.get(name)
         if one is None or other is None:
             changes.append(
                 {
-                    "setting": f"tools.{name}",
+                    "setting": f"{field}.{name}",
                     "before": "enabled" if one is not None else "not enabled",
                     "after": "enabled" if other is not None else "not enabled",
                 }
             )
             continue
-        keys = [*TOOL_SETTING_DEFAULTS, *(key for key in {**one, **other} if key not in TOOL_SETTING_DEFAULTS)]
+        keys = [*defaults, *(key for key in {**one, **other} if key not in defaults)]
         changes += [
-            {"setting": f"tools.{name}.{key}", "before": one.get(key), "after": other.get(key)}
+            {"setting": f"{field}.{name}.{key}", "before": one.get(key), "after": other.get(key)}
             for key in keys
             if one.get(key) != other.get(key)
         ]

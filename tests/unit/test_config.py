@@ -61,6 +61,7 @@ def test_every_agent_field_gets_its_default():
         "seed": None,
         "max_tokens": None,
         "tools": {},
+        "client_tools": {},
         "script": [],
         "revision": 1,
     }
