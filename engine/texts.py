@@ -22,6 +22,10 @@ REPEATED_CALL = (
 )
 ARTIFACT_PLACEHOLDER = "{{{{artifact:{tool}:{number}}}}}"
 UNKNOWN_ARTIFACT = "{placeholder} is not an artifact of this run"
+PROXY_COLLATERAL = (
+    "Error: This tool call was not executed, because another call in the same response was rejected. Call it again "
+    "if you still need it."
+)
 TOOLS_DISABLED = "Error: Tools are not available for this request. Answer without calling tools."
 MAX_ROUNDS = (
     "I was unable to fully answer your question within the allowed number of processing steps. "

@@ -80,9 +80,11 @@ USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 EXECUTED = "executed"
 REJECTED = "rejected"
 ERROR = "error"
-# The statuses of the calls of a round that waits for approval: none of them has run yet.
+# The statuses of the calls of a round that waits for approval: none of them has run yet. A proxied run's calls
+# that passed the gate and went to the client are ALLOWED too, until its next request says they ran.
 AWAITING_APPROVAL = "awaiting_approval"
 ALLOWED = "allowed"
+CLIENT = "client"  # who ran a call the client ran (CallRecord.run_by); Toolgate's own are None
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class CallRecord:
     replaced_placeholders: tuple = ()  # the artifact placeholders replaced in its arguments
     progress_message: str = ""  # the tool's progress message, shown beside the call
     review: dict | None = None  # a reviewer's decision on a call that required approval (engine.approvals)
+    run_by: str | None = None  # CLIENT for a call of a proxied run that the client ran
 
     @property
     def tool_message(self):
@@ -121,6 +124,7 @@ class CallRecord:
             "forced_arguments": dict(self.forced_arguments or {}),
             "replaced_placeholders": list(self.replaced_placeholders),
             "progress_message": self.progress_message or None,
+            "run_by": self.run_by,
         }
         if self.review is not None:  # only calls that required approval have one
             record["review"] = copy.deepcopy(self.review)
@@ -140,6 +144,7 @@ class CallRecord:
             tuple(data.get("replaced_placeholders") or ()),
             data.get("progress_message") or "",
             copy.deepcopy(data.get("review")),
+            data.get("run_by"),
         )
 
 
@@ -154,6 +159,7 @@ class Round:
     reminder: str | None = None  # the require_usage reminder appended after this response
     tools_sent: tuple | None = None  # the request's `tools` entries exactly as sent; None when it sent none
     latency_ms: float | None = None  # how long the request took, retries included
+    shown_to_client: bool | None = None  # proxied runs: whether the client got this response; None elsewhere
 
     def progress_messages(self):
         """The progress messages of the tools that ran in this round, each once, in call order."""
@@ -178,6 +184,7 @@ class Round:
             "finish_reason": self.response.finish_reason,
             "usage": self.response.usage,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
+            "shown_to_client": self.shown_to_client,
         }
 
     @classmethod
@@ -194,6 +201,7 @@ class Round:
             reminder=data.get("reminder"),
             tools_sent=copy.deepcopy(tuple(data["tools_sent"])) if data.get("tools_sent") is not None else None,
             latency_ms=data.get("latency_ms"),
+            shown_to_client=data.get("shown_to_client"),
         )
 
 

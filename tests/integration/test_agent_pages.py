@@ -136,6 +136,7 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
                 "require_approval": False,
             },
         },
+        "client_tools": {},
         "script": [{"content": "Hi"}],
         "revision": 1,
     }

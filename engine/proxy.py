@@ -1,0 +1,338 @@
+"""The policy proxy (SPEC §8): one client request answered under the agent's policy.
+
+The client sends its conversation and its tools; the proxy asks the agent's provider (`ask`, handed in) and puts
+the answer through the gate before the client sees anything. A response with any rejected call is answered
+upstream — the response, then one tool message per call id — and asked again within the rounds left; the client
+gets the first response whose calls all pass (forced values written in), or an answer. At the cap the proxy does
+what `on_round_cap` says; a `require_usage` tool not yet run brings the reminder as a hidden request.
+
+Pure: no HTTP and no storage here. The web layer returns or streams `Exchange.completion` and records the
+exchange as a run (engine.proxy_runs).
+"""
+
+import copy
+import json
+import time
+from dataclasses import dataclass, replace
+
+from . import texts
+from .client_tools import proxy_view
+from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
+from .loop import ANSWERED, AWAITING_CLIENT, ERROR, ROUND_CAP
+from .proxy_request import current_turn, text_of
+from .types import ALLOWED, REJECTED, CallRecord, ModelResponse, Round, ToolCall
+
+NOT_RUN = "not_run"  # allowed by the gate, not run because another call of its response was rejected
+UNREADABLE = "The model's answer could not be read"
+
+
+class UpstreamError(Exception):
+    """The provider failed or answered something unreadable; the client gets it in OpenAI's error shape."""
+
+    def __init__(self, status, message, error_type="upstream_error", code=None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = error_type
+        self.code = code
+
+    def to_json(self):
+        return {"error": {"message": self.message, "type": self.type, "code": self.code}}
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One client request, answered."""
+
+    completion: dict | None  # what the client gets (the non-streamed form); None when the upstream failed
+    error: UpstreamError | None
+    rounds: tuple  # of Round, one per upstream request, each with shown_to_client
+    messages: tuple  # the conversation: the client's, every hidden round, the answer it got
+    stop_reason: str
+    answer: str | None
+    rounds_used: int  # in the turn, the client's earlier rounds included
+    message: str  # the turn's user message
+    log: tuple
+    requests: int
+
+
+def upstream_tools(config, request):
+    """The client's tools as the model sees them: a client tool's description override and argument rules and
+    descriptions applied; every other key of its definition kept as the client sent it."""
+    entries = []
+    for entry, tool in zip(request.tools, request.declared, strict=True):
+        settings = config.client_tools.get(tool.name)
+        if settings is not None:
+            entry = copy.deepcopy(entry)
+            entry["function"].update(tool.schema_for_model(settings)["function"])
+        entries.append(entry)
+    return entries
+
+
+def upstream_body(config, request, messages, tools):
+    """The chat-completions body sent upstream: the client's fields, the agent's model and settings where it has
+    them; without tools, no `tools`, `tool_choice` nor `parallel_tool_calls`. Never streamed."""
+    body = {**request.passthrough, "model": config.model or request.model, "messages": list(messages)}
+    if tools:
+        body["tools"] = tools
+        if config.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = config.parallel_tool_calls
+    else:
+        body.pop("tool_choice", None)
+        body.pop("parallel_tool_calls", None)
+    return body
+
+
+def read_completion(completion):
+    """(ModelResponse, the assistant message) of an upstream answer; UpstreamError (502) if it is not one."""
+    choices = completion.get("choices") if isinstance(completion, dict) else None
+    message = (
+        choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    )
+    if not isinstance(message, dict):
+        raise UpstreamError(502, f"{UNREADABLE}: it has no message.")
+    calls = []
+    for number, data in enumerate(message.get("tool_calls") or [], start=1):
+        function = data.get("function") if isinstance(data, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+            raise UpstreamError(502, f"{UNREADABLE}: tool call {number} has no function name.")
+        arguments = function.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+        calls.append(
+            ToolCall(
+                id=data.get("id") if isinstance(data.get("id"), str) else "", name=function["name"], arguments=arguments
+            )
+        )
+    content = text_of(message.get("content")) if message.get("content") is not None else None
+    return ModelResponse(content=content, tool_calls=tuple(calls)), message
+
+
+def _fresh_id(used):
+    number = len(used) + 1
+    while f"call_toolgate_{number}" in used:
+        number += 1
+    return f"call_toolgate_{number}"
+
+
+def _with_unique_ids(response, used):
+    """The response with a fresh id for each call whose id is missing, repeated, or already in the conversation,
+    so that every tool message answers one call. `used` gains the ids."""
+    calls = []
+    for call in response.tool_calls:
+        call_id = call.id if call.id and call.id not in used else _fresh_id(used)
+        used.add(call_id)
+        calls.append(replace(call, id=call_id))
+    return replace(response, tool_calls=tuple(calls))
+
+
+def _assistant_message(response):
+    message = {"role": "assistant", "content": response.content or ""}
+    if response.tool_calls:
+        message["tool_calls"] = [call.to_message() for call in response.tool_calls]
+    return message
+
+
+def _sum_usage(completions):
+    """The token usage of every upstream request of one client request, or None when none said."""
+    usages = [completion["usage"] for completion in completions if isinstance(completion.get("usage"), dict)]
+    if not usages:
+        return None
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {key: sum(value for usage in usages if isinstance(value := usage.get(key), int)) for key in keys}
+
+
+class _Exchange:
+    """The state of one client request while the proxy asks upstream; `answer_request` drives it."""
+
+    def __init__(self, config, request, ask, history):
+        self.config = config
+        self.request = request
+        self.ask = ask
+        self.gate_config, self.registry = proxy_view(config, request.declared)
+        self.turn = current_turn(request.messages)
+        self.tools = upstream_tools(config, request)
+        self.messages = list(request.messages if history is None else history)
+        self.used_ids = {
+            call.get("id") for message in self.messages for call in message.get("tool_calls") or [] if call.get("id")
+        }
+        self.rounds_used = self.turn.rounds_used
+        self.rounds, self.completions, self.log = [], [], []
+        self.requests = 0
+
+    def cap_message(self):
+        return self.config.max_rounds_message or texts.MAX_ROUNDS
+
+    def missing_required_tools(self):
+        return [
+            tool.name
+            for tool in self.request.declared
+            if self.gate_config.tools[tool.name].require_usage and not self.turn.calls_so_far[tool.name]
+        ]
+
+    def drive(self):
+        cap = self.config.max_rounds
+        while True:
+            if self.request.declared and cap and self.rounds_used >= cap and self.config.on_round_cap == "message":
+                return self.finish(self.own_completion(self.cap_message()), ROUND_CAP, self.cap_message())
+            offer = bool(self.request.declared) and self.rounds_used < cap
+            tools = self.tools if offer else None
+            body = upstream_body(self.config, self.request, self.messages, tools)
+            self.requests += 1
+            completion = self.ask(body)
+            response, _message = read_completion(completion)
+            response = _with_unique_ids(response, self.used_ids)
+            self.completions.append(completion)
+            round_ = Round(
+                number=len(self.rounds) + 1,
+                tools_offered=tuple(tool.name for tool in self.request.declared) if offer else None,
+                response=response,
+                tools_sent=tuple(copy.deepcopy(tools)) if tools else None,
+            )
+            if not response.tool_calls:
+                missing = self.missing_required_tools() if offer else []
+                if missing:
+                    self.hide_with_reminder(round_, response, missing)
+                    continue
+                stop_reason = ROUND_CAP if not offer and cap and self.request.declared else ANSWERED
+                return self.finish(
+                    self.client_completion(completion, response), stop_reason, response.content or "", round_
+                )
+            if not offer:
+                answer = response.content or self.cap_message()
+                rejected = self.records(reject_without_tools(response.tool_calls).verdicts)
+                return self.finish(
+                    self.own_completion(answer, completion), TOOLS_DISABLED, answer, replace(round_, calls=rejected)
+                )
+            self.rounds_used += 1
+            review = review_calls(
+                response.tool_calls,
+                self.gate_config,
+                self.registry,
+                self.turn.calls_so_far,
+                identical_so_far=self.turn.identical_so_far,
+            )
+            if review.restricted_tools:
+                message = restriction_log_message(self.config.id, review)
+                self.log.append(
+                    {"level": "error", "kind": "policy_violation", "agent_id": self.config.id, "message": message}
+                )
+            if all(verdict.allowed for verdict in review.verdicts):
+                round_ = replace(round_, calls=self.records(review.verdicts))
+                return self.finish(
+                    self.client_completion(completion, response, review.verdicts), AWAITING_CLIENT, None, round_
+                )
+            self.hide_with_rejections(round_, response, review.verdicts)
+
+    def records(self, verdicts):
+        """The calls of a round: rejected ones with their message; allowed ones handed to the client, or not
+        run when others of the response were rejected."""
+        any_rejected = not all(verdict.allowed for verdict in verdicts)
+        records = []
+        for verdict in verdicts:
+            if not verdict.allowed:
+                records.append(CallRecord(verdict.call, REJECTED, verdict.reason, verdict.message))
+            elif any_rejected:
+                records.append(CallRecord(verdict.call, REJECTED, NOT_RUN, texts.PROXY_COLLATERAL))
+            else:
+                records.append(CallRecord(verdict.call, ALLOWED, forced_arguments=verdict.forced_arguments))
+        return tuple(records)
+
+    def hide_with_rejections(self, round_, response, verdicts):
+        records = self.records(verdicts)
+        self.messages.append(_assistant_message(response))
+        for record in records:
+            self.messages.append({"role": "tool", "tool_call_id": record.call.id, "content": record.message})
+        self.rounds.append(replace(round_, calls=records, shown_to_client=False))
+
+    def hide_with_reminder(self, round_, response, missing):
+        reminder = texts.REQUIRE_USAGE_REMINDER.format(names=", ".join(missing))
+        self.messages.append(_assistant_message(response))
+        self.messages.append({"role": "system", "content": reminder})
+        self.rounds_used += 1
+        self.rounds.append(replace(round_, reminder=reminder, shown_to_client=False))
+
+    def client_completion(self, completion, response, verdicts=()):
+        """The upstream's answer as the client gets it: each call with its repaired id and, where the gate forced
+        values, the arguments it must run with; the usage of every request this answer took."""
+        completion = copy.deepcopy(completion)
+        completion["choices"] = completion["choices"][:1]
+        message = completion["choices"][0]["message"]
+        if verdicts:
+            for data, verdict in zip(message["tool_calls"], verdicts, strict=True):
+                data["id"] = verdict.call.id
+                if verdict.forced_arguments:
+                    data["function"]["arguments"] = json.dumps(verdict.arguments, ensure_ascii=False)
+        usage = _sum_usage(self.completions)
+        if usage is not None:
+            completion["usage"] = usage
+        return completion
+
+    def own_completion(self, answer, completion=None):
+        """An answer the proxy gives itself (the cap message, or the text of tool calls it could not offer), in the
+        shape of the upstream's when there is one."""
+        base = completion or {
+            "id": f"chatcmpl-toolgate-{time.time_ns()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.config.model or self.request.model,
+        }
+        own = {key: copy.deepcopy(value) for key, value in base.items() if key != "choices"}
+        own["choices"] = [
+            {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop", "logprobs": None}
+        ]
+        usage = _sum_usage(self.completions)
+        if usage is not None:
+            own["usage"] = usage
+        return own
+
+    def finish(self, completion, stop_reason, answer, round_=None):
+        if round_ is not None:
+            self.rounds.append(replace(round_, shown_to_client=True))
+        self.messages.append(completion["choices"][0]["message"])
+        return Exchange(
+            completion=completion,
+            error=None,
+            rounds=tuple(self.rounds),
+            messages=tuple(self.messages),
+            stop_reason=stop_reason,
+            answer=answer,
+            rounds_used=self.rounds_used,
+            message=self.turn.message,
+            log=tuple(self.log),
+            requests=self.requests,
+        )
+
+    def failed(self, error):
+        return Exchange(
+            completion=None,
+            error=error,
+            rounds=tuple(self.rounds),
+            messages=tuple(self.messages),
+            stop_reason=ERROR,
+            answer=None,
+            rounds_used=self.rounds_used,
+            message=self.turn.message,
+            log=(
+                *self.log,
+                {
+                    "level": "error",
+                    "kind": "provider_error",
+                    "agent_id": self.config.id,
+                    "message": f'The agent "{self.config.id}" could not answer a proxied request: {error.message}',
+                },
+            ),
+            requests=self.requests,
+        )
+
+
+def answer_request(config, request, ask, history=None):
+    """Answer one ProxyRequest under the agent's AgentConfig. `ask(body)` sends a chat-completions body upstream
+    and returns the parsed answer, or raises UpstreamError. `history`: the messages to send upstream in place of
+    the client's — its conversation with the rounds it never saw put back (engine.proxy_runs) — so the model
+    remembers what it was told; the counts come from the client's messages either way. Returns the Exchange,
+    a failure included."""
+    exchange = _Exchange(config, request, ask, history)
+    try:
+        return exchange.drive()
+    except UpstreamError as error:
+        return exchange.failed(error)

@@ -1,0 +1,166 @@
+"""What a client sends the policy proxy: an OpenAI chat-completions body, checked, and what its conversation says
+already happened in the current turn.
+
+The proxy keeps no state per conversation to be correct: the rounds used, the calls per tool and the identical
+calls are counted from the messages the client sends, from its last user message on (each user message starts a
+turn, as each starts a run of the loop). A call counts as run when a tool message answers its id.
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from .client_tools import ANY_OBJECT, client_tool
+from .config import TOOL_NAME_PATTERN, ValidationError
+from .gate import call_key
+from .types import ToolCall
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+# Asked of the upstream by the proxy itself, or answered by it: never passed through as the client sent them.
+OWN_FIELDS = ("model", "messages", "tools", "stream", "stream_options", "n")
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    messages: tuple  # the client's messages, as it sent them
+    tools: tuple  # its `tools` entries, as it sent them
+    declared: tuple  # the same as Tools, for the gate: its name, description and schema
+    model: str
+    stream: bool
+    include_usage: bool  # stream_options.include_usage: a last chunk with the usage
+    passthrough: dict  # every other field (temperature, tool_choice, …), sent upstream as it is
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the client's conversation says happened since its last user message."""
+
+    rounds_used: int  # assistant messages with tool calls
+    calls_so_far: Counter  # calls per tool answered by a tool message: they ran on the client
+    identical_so_far: Counter  # the same per gate.call_key
+    message: str  # the last user message's text ("" when there is none)
+
+
+def read_request(body):
+    """The client's body as a ProxyRequest; ValidationError naming the field for anything the proxy cannot
+    forward or gate."""
+    if not isinstance(body, dict):
+        raise ValidationError({"body": "must be a JSON object (an OpenAI chat-completions request)"})
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValidationError({"messages": "is required: a non-empty list of chat messages"})
+    for index, message in enumerate(messages):
+        _check_message(message, f"messages[{index}]")
+    tools = body.get("tools", [])
+    if tools is None:
+        tools = []
+    if not isinstance(tools, list):
+        raise ValidationError({"tools": "must be a list of function tools"})
+    declared = tuple(_declared_tool(tool, f"tools[{index}]") for index, tool in enumerate(tools))
+    names = [tool.name for tool in declared]
+    if len(set(names)) != len(names):
+        raise ValidationError({"tools": "declares one function name twice"})
+    for field in ("functions", "function_call"):
+        if field in body:
+            raise ValidationError({field: "is the deprecated form of tools; send `tools` and `tool_choice`"})
+    if body.get("n", 1) != 1:
+        raise ValidationError({"n": "must be 1: the proxy answers one choice"})
+    model = body.get("model", "")
+    if not isinstance(model, str):
+        raise ValidationError({"model": "must be a string"})
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise ValidationError({"stream": "must be true or false"})
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise ValidationError({"stream_options": "must be an object"})
+    return ProxyRequest(
+        messages=tuple(messages),
+        tools=tuple(tools),
+        declared=declared,
+        model=model,
+        stream=stream,
+        include_usage=stream and options.get("include_usage") is True,
+        passthrough={key: value for key, value in body.items() if key not in OWN_FIELDS},
+    )
+
+
+def _check_message(message, where):
+    if not isinstance(message, dict):
+        raise ValidationError({where: "must be an object"})
+    if message.get("role") not in ROLES:
+        raise ValidationError({f"{where}.role": f"must be one of: {', '.join(ROLES)}"})
+    content = message.get("content")
+    if content is not None and not isinstance(content, (str, list)):
+        raise ValidationError({f"{where}.content": "must be a string, a list of content parts, or null"})
+    if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
+        raise ValidationError({f"{where}.tool_call_id": "is required on a tool message"})
+    calls = message.get("tool_calls")
+    if calls is None:
+        return
+    if message["role"] != "assistant" or not isinstance(calls, list):
+        raise ValidationError({f"{where}.tool_calls": "must be a list, on an assistant message"})
+    for number, call in enumerate(calls):
+        call_where = f"{where}.tool_calls[{number}]"
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise ValidationError({call_where: 'needs {"id", "type": "function", "function": {"name", "arguments"}}'})
+        if not isinstance(call.get("id"), str):
+            raise ValidationError({f"{call_where}.id": "is required"})
+
+
+def _declared_tool(tool, where):
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(tool, dict) or tool.get("type", "function") != "function" or not isinstance(function, dict):
+        raise ValidationError({where: 'the proxy takes function tools: {"type": "function", "function": {...}}'})
+    name = function.get("name")
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+        raise ValidationError({f"{where}.function.name": "must be 1 to 64 letters, digits, underscores or hyphens"})
+    description = function.get("description", "")
+    if not isinstance(description, str):
+        raise ValidationError({f"{where}.function.description": "must be a string"})
+    parameters = function.get("parameters", ANY_OBJECT)
+    if not isinstance(parameters, dict):
+        raise ValidationError({f"{where}.function.parameters": "must be a JSON Schema object"})
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as error:
+        raise ValidationError(
+            {f"{where}.function.parameters": f"is not a valid JSON Schema: {error.message}"}
+        ) from None
+    return client_tool(name, description, parameters)
+
+
+def text_of(content):
+    """A message's content as text: a string, or the joined text of its content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def current_turn(messages):
+    """The Turn of the conversation since its last user message."""
+    last_user = max((index for index, message in enumerate(messages) if message["role"] == "user"), default=-1)
+    turn = messages[last_user + 1 :]
+    answered = {message["tool_call_id"] for message in turn if message["role"] == "tool"}
+    rounds, calls, identical = 0, Counter(), Counter()
+    for message in turn:
+        if message["role"] != "assistant" or not message.get("tool_calls"):
+            continue
+        rounds += 1
+        for data in message["tool_calls"]:
+            if data["id"] not in answered:
+                continue
+            name = data["function"]["name"]
+            calls[name] += 1
+            arguments, error = ToolCall(data["id"], name, data["function"].get("arguments", "")).parsed_arguments()
+            if error is None:
+                identical[call_key(name, arguments)] += 1
+    message = text_of(messages[last_user]["content"]) if last_user >= 0 else ""
+    return Turn(rounds, calls, identical, message)

@@ -1,0 +1,145 @@
+"""Proxied conversations as runs (SPEC §8): each client request is recorded into a run with source `proxy`.
+
+A request whose conversation extends what an earlier request of the same agent got back — the same messages up to
+the assistant message the proxy answered with, then the client's tool results — continues that run: its calls
+become "run by the client" with their output, and the new request's rounds follow. A request that adds a user
+message starts the next run of the conversation (a run is one user message driven to an answer), linked to the
+one it continues. Anything else starts a new run.
+
+The run keeps every message sent upstream, hidden rounds included; `conversation` says how much of it stands for
+what the client has seen (`key`, a digest of the client's view) so the next request can find it and put the rounds
+the client never saw back before asking the model again.
+"""
+
+import copy
+import hashlib
+import json
+
+from .types import ALLOWED, CLIENT, EXECUTED, REJECTED, RunRecord
+
+PROXY_SOURCE = "proxy"
+
+
+def _canonical(message):
+    """What identifies a message whatever client library sent it back: its role, text (or parts), call ids, names
+    and arguments as JSON, and the call id a tool message answers."""
+    content = message.get("content")
+    if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text" for part in content):
+        content = "".join(part.get("text", "") for part in content)
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        try:
+            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            pass
+        calls.append([call.get("id"), function.get("name"), arguments])
+    entry = [message.get("role"), content or "", calls, message.get("tool_call_id")]
+    return json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def conversation_key(messages):
+    """A digest of a conversation as the client holds it."""
+    digest = hashlib.sha256()
+    for message in messages:
+        digest.update(_canonical(message).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def continuation_point(messages):
+    """(key, length) of the conversation up to the client's last assistant message, the answer an earlier request
+    got; None when it has none."""
+    last = max((index for index, message in enumerate(messages) if message["role"] == "assistant"), default=None)
+    return None if last is None else (conversation_key(messages[: last + 1]), last + 1)
+
+
+def starts_a_turn(messages, length):
+    """Whether the messages after the first `length` bring a new user message."""
+    return any(message["role"] == "user" for message in messages[length:])
+
+
+def restored_history(stored, messages, length):
+    """What to send upstream: the stored run's conversation as the model saw it (with the rounds the client never
+    saw), then the client's messages after the first `length`."""
+    return [*copy.deepcopy(stored["messages"][: stored["conversation"]["upstream_length"]]), *messages[length:]]
+
+
+def _conversation(exchange, request, previous=None):
+    if exchange.completion is None:
+        return previous
+    client_view = [*request.messages, exchange.completion["choices"][0]["message"]]
+    return {"key": conversation_key(client_view), "upstream_length": len(exchange.messages)}
+
+
+def _counts(rounds):
+    calls = [call for round_ in rounds for call in round_["calls"]]
+    return {
+        "tool_calls": sum(1 for call in calls if call["status"] != REJECTED),
+        "rejected_calls": sum(1 for call in calls if call["status"] == REJECTED),
+        "model_requests": len(rounds),
+    }
+
+
+def new_run(agent, exchange, request, duration_ms, continues_run=None):
+    """The run of a request that continues no stored one (or starts the next turn of `continues_run`)."""
+    record = RunRecord(
+        agent_id=agent["id"],
+        message=exchange.message,
+        overrides={},
+        agent=agent,
+        stop_reason=exchange.stop_reason,
+        answer=exchange.answer,
+        error=exchange.error.message if exchange.error else None,
+        rounds=exchange.rounds,
+        messages=exchange.messages,
+        rounds_used=exchange.rounds_used,
+        max_rounds=agent["max_rounds"],
+        sources=(),
+        layout=(),
+        log=exchange.log,
+        duration_ms=duration_ms,
+    )
+    return {
+        **record.to_json(),
+        "source": PROXY_SOURCE,
+        "conversation": _conversation(exchange, request),
+        "continues_run": continues_run,
+    }
+
+
+def continued_run(stored, agent, exchange, request, length, duration_ms):
+    """The stored run with this request's exchange added: the calls the client ran (answered by its tool messages
+    after the first `length`) marked as run by the client with their output, then the new rounds."""
+    results = {
+        message["tool_call_id"]: message.get("content")
+        for message in request.messages[length:]
+        if message["role"] == "tool"
+    }
+    rounds = copy.deepcopy(stored["rounds"])
+    for round_ in rounds:
+        for call in round_["calls"]:
+            if call["status"] == ALLOWED and call["id"] in results:
+                output = results[call["id"]]
+                call.update(
+                    status=EXECUTED, run_by=CLIENT, output=output if isinstance(output, str) else json.dumps(output)
+                )
+    for number, round_ in enumerate(exchange.rounds, start=len(rounds) + 1):
+        rounds.append(round_.to_json() | {"number": number})
+    run = {
+        **stored,
+        "agent": agent,
+        "stop_reason": exchange.stop_reason,
+        "answer": exchange.answer,
+        "error": exchange.error.message if exchange.error else None,
+        "rounds": rounds,
+        "messages": list(exchange.messages),
+        "rounds_used": exchange.rounds_used,
+        "max_rounds": agent["max_rounds"],
+        "log": [*stored.get("log", []), *exchange.log],
+        "duration_ms": round(stored.get("duration_ms", 0) + duration_ms, 3),
+        "conversation": _conversation(exchange, request, stored["conversation"]),
+        **_counts(rounds),
+    }
+    return {key: value for key, value in run.items() if key not in ("id", "created_at")}
