@@ -19,6 +19,7 @@ from blueprints import (
     live_runs,
     log,
     providers,
+    proxy,
     register_error_handlers,
     register_template_helpers,
     request_checks,
@@ -110,6 +111,8 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(compare.bp)
     app.register_blueprint(api_cases.bp)
     csrf.exempt(api_cases.bp)  # JSON only, like the agents API
+    app.register_blueprint(proxy.bp)
+    csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
     register_error_handlers(app)
     register_template_helpers(app)
     cli.register(app)

@@ -237,7 +237,7 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         except RecursionError:
             raise BadInput("--overrides is nested too deeply; nothing was run.") from None
     try:
-        run = run_execution.execute_and_store_run(get_db(), agent_id, message, overrides, **run_options())
+        run = run_execution.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
     except NotFound as error:
         raise BadInput(str(error)) from None
     except ValidationError as error:

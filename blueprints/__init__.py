@@ -126,7 +126,11 @@ def is_api_request():
 
 
 def error_response(code, title, message):
-    """An error as the API's JSON, an htmx notice or a page."""
+    """An error as the API's JSON, an htmx notice or a page; OpenAI's shape under /proxy/, for OpenAI clients
+    (blueprints.proxy)."""
+    if request.path.startswith("/proxy/"):
+        error_type = "invalid_request_error" if code < 500 else "server_error"
+        return jsonify({"error": {"message": message, "type": error_type, "param": None, "code": None}}), code
     if is_api_request():
         return json_error(code, message)
     if request.headers.get("HX-Request") == "true":

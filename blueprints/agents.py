@@ -10,8 +10,9 @@ import json
 from flask import Blueprint, abort, render_template, request
 
 from blueprints import confirm_delete, done, forms, get_or_404, tool_registry
+from blueprints.client_tool_forms import client_tool_edit, posted_client_tools
 from engine import texts
-from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, machine_name
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, TOOL_NAME_PATTERN, ValidationError, machine_name
 from store import RevisionConflict
 from store import agents as agent_store
 from store import cases as case_store
@@ -27,11 +28,13 @@ def _provider_choices(db):
     return choices
 
 
-def _agent_form(db, agent=None):
-    return forms.agent_form(tool_registry().parameters_by_name(), _provider_choices(db), agent=agent)
+def _agent_form(db, agent=None, client_tools=None):
+    return forms.agent_form(
+        tool_registry().parameters_by_name(), _provider_choices(db), agent=agent, client_tools=client_tools
+    )
 
 
-def _render_form(form, agent=None, status=200, form_errors=(), conflict=None):
+def _render_form(form, agent=None, status=200, form_errors=(), conflict=None, client_tool_notice=""):
     return (
         render_template(
             "agents/form.html",
@@ -41,9 +44,24 @@ def _render_form(form, agent=None, status=200, form_errors=(), conflict=None):
             form_errors=form_errors,
             conflict=conflict,
             derived_machine_name=machine_name(form.label.data or ""),
+            client_tool_notice=client_tool_notice,
         ),
         status,
     )
+
+
+def _client_tool_edit_page(db, agent):
+    """The form again after one of its Client tools buttons (Add, Remove), nothing saved; None after Save."""
+    edit = client_tool_edit(request.form)
+    if edit is None:
+        return None
+    form = _agent_form(db, client_tools=edit.client_tools)
+    typed_in = form.client_tools[edit.tool].new_argument if edit.tool else form.new_client_tool
+    if edit.error:
+        typed_in.errors = [edit.error]
+        return _render_form(form, agent=agent, status=400)
+    typed_in.data = ""
+    return _render_form(form, agent=agent, client_tool_notice=edit.notice)
 
 
 def _submit(db, form, agent_id, create):
@@ -73,7 +91,10 @@ def new_agent():
     db = get_db()
     if request.method == "GET":
         return _render_form(_agent_form(db, agent={**AGENT_DEFAULTS, "id": ""}))
-    form = _agent_form(db)
+    edited = _client_tool_edit_page(db, None)
+    if edited:
+        return edited
+    form = _agent_form(db, client_tools=posted_client_tools(request.form))
     agent_id = (form.id.data or "").strip() or machine_name(form.label.data or "")
     agent, errors, _conflict = _submit(db, form, agent_id, create=True)
     if agent:
@@ -118,7 +139,10 @@ def edit_agent(agent_id):
     agent = get_or_404(agent_store.get_agent, db, agent_id)
     if request.method == "GET":
         return _render_form(_agent_form(db, agent=agent), agent=agent)
-    form = _agent_form(db)
+    edited = _client_tool_edit_page(db, agent)
+    if edited:
+        return edited
+    form = _agent_form(db, client_tools=posted_client_tools(request.form))
     saved, errors, conflict = _submit(db, form, agent_id, create=False)
     if saved:
         message = f'Saved the agent "{saved["label"]}" (revision {saved["revision"]}).'
@@ -180,3 +204,38 @@ def _tool_form_from_query(tool_name):
         abort(404)
     form = forms.agent_form_class({tool_name: tools[tool_name]})(formdata=request.args, meta={"csrf": False})
     return form.tools[tool_name]
+
+
+def _client_tool_form_from_query(tool_name, arguments=()):
+    """One client tool's settings sub-form, bound to the query string an htmx reveal sends."""
+    if not TOOL_NAME_PATTERN.match(tool_name):
+        abort(404)
+    form_class = forms.agent_form_class({}, {tool_name: list(arguments)})
+    return form_class(formdata=request.args, meta={"csrf": False}).client_tools[tool_name]
+
+
+@bp.get("/agents/client-tool-settings/<tool_name>/error-message")
+def client_error_message_field(tool_name):
+    """error_message_field, for a client tool."""
+    return render_template(
+        "agents/_error_message_field.html",
+        tool_name=tool_name,
+        tool_form=_client_tool_form_from_query(tool_name),
+        client=True,
+        in_fragment=True,
+    )
+
+
+@bp.get("/agents/client-tool-settings/<tool_name>/arguments/<argument>/rule")
+def client_argument_rule_field(tool_name, argument):
+    """argument_rule_field, for an argument of a client tool."""
+    if not TOOL_NAME_PATTERN.match(argument):
+        abort(404)
+    return render_template(
+        "agents/_argument_rule_field.html",
+        tool_name=tool_name,
+        argument=argument,
+        rule_form=_client_tool_form_from_query(tool_name, [argument]).arguments[argument],
+        client=True,
+        in_fragment=True,
+    )

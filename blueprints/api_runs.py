@@ -47,7 +47,7 @@ def create_run(agent_id):
     db = get_db()
     try:
         run = run_execution.execute_and_store_run(
-            db, agent_id, data.get("message"), data.get("overrides"), **run_options()
+            db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
         )
     except NotFound as error:
         return json_error(404, str(error), "agent_id")
@@ -95,17 +95,20 @@ def decide(run_id):
 
 @bp.get("/runs")
 def list_runs():
-    """Run summaries, newest first: ?agent=&stop_reason=, then ?before=ID or ?after=ID (the `older` and `newer`
+    """Run summaries, newest first: ?agent=&stop_reason=&source=, then ?before=ID or ?after=ID (the `older` and `newer`
     links of each answer), or ?page=N for the first pages. Every answer has the same keys; `page` is null on a
     page reached by id."""
     stop_reason = request.args.get("stop_reason") or None
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         return json_error(400, f"must be one of {', '.join(STOP_REASONS)}", "stop_reason")
+    source = request.args.get("source") or None
+    if source is not None and source not in run_store.SOURCES:
+        return json_error(400, f"must be one of {', '.join(run_store.SOURCES)}", "source")
     try:
         before, after = keyset_ids()
     except ValidationError as error:
         return json_validation_error(error)
-    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason}
+    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source}
     page_text = request.args.get("page", "").strip()
     number = whole_number(page_text, 1, MAX_NUMBERED_PAGE)
     db = get_db()
@@ -119,7 +122,7 @@ def list_runs():
         return json_error(400, message, "page")
     else:
         page, number, _ = run_store.numbered_runs_page(db, **filters, number=number)
-    query = {"agent": filters["agent_id"], "stop_reason": stop_reason}
+    query = {"agent": filters["agent_id"], "stop_reason": stop_reason, "source": source}
     return jsonify(
         {
             "runs": page.rows,

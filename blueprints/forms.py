@@ -217,6 +217,66 @@ class ToolSettingsForm(Form):
         }
 
 
+class ClientToolSettingsForm(Form):
+    """The settings of one tool the client runs (SPEC §2 `client_tools`): the tool settings that make sense
+    without running it. Its schema is the client's, so its arguments are the ones its rules name, plus any the
+    user adds by name."""
+
+    restrict_multiple_calls = ToolSettingsForm.restrict_multiple_calls
+    multiple_call_error_message = ToolSettingsForm.multiple_call_error_message
+    require_usage = BooleanField(
+        "Require usage",
+        description="If the model answers without having called this tool, remind it and ask again (within the "
+        "round cap).",
+    )
+    description_override = TextAreaField(
+        "Description override",
+        description="Replaces the description the client sends for this tool. Leave empty to send the client's.",
+        render_kw={"rows": 2},
+    )
+    max_calls_per_run = ToolSettingsForm.max_calls_per_run
+    max_identical_calls = ToolSettingsForm.max_identical_calls
+    new_argument = StringField(
+        "Argument",
+        description="The name of one of the tool's arguments, to give it a rule or a description.",
+    )
+    arguments = arguments_field(None)  # one per argument named: see client_tools_field
+
+    def settings(self):
+        argument_rules, argument_descriptions = argument_settings(self.arguments)
+        return {
+            "restrict_multiple_calls": self.restrict_multiple_calls.data,
+            "multiple_call_error_message": _text(self.multiple_call_error_message.data),
+            "require_usage": self.require_usage.data,
+            "description_override": _text(self.description_override.data),
+            "max_calls_per_run": _whole_number(self.max_calls_per_run.data),
+            "max_identical_calls": _whole_number(self.max_identical_calls.data),
+            "argument_rules": argument_rules,
+            "argument_descriptions": argument_descriptions,
+        }
+
+
+def _client_tools_field(client_tools):
+    """One ClientToolSettingsForm per client tool (fields named client_tools-NAME-KEY); `client_tools` maps each
+    name to the names of the arguments its form shows."""
+    fields = {
+        name: FormField(
+            type(
+                "ClientToolSettingsForm",
+                (ClientToolSettingsForm,),
+                {"arguments": arguments_field({"properties": {argument: {} for argument in arguments}})},
+            )
+        )
+        for name, arguments in client_tools.items()
+    }
+    return FormField(type("ClientToolsForm", (Form,), fields))
+
+
+def client_tool_arguments(settings):
+    """The arguments a client tool's form shows: those its rules or descriptions name."""
+    return list(dict.fromkeys([*settings.get("argument_rules", {}), *settings.get("argument_descriptions", {})]))
+
+
 def _tools_field(tools):
     """One ToolSettingsForm per tool, as a sub-form whose fields are named tools-NAME-KEY. `tools` maps each name
     to the JSON Schema of its arguments (None for a tool the registry no longer has), which gives the tool's
@@ -311,8 +371,13 @@ class AgentForm(FlaskForm):
         "Script", default="[]", description=AGENT_SCRIPT_HELP, render_kw={"rows": 12, "spellcheck": "false"}
     )
     revision = HiddenField()
+    new_client_tool = StringField(
+        "Tool name",
+        description="The function name the client declares, exactly: letters, digits, underscores and hyphens.",
+    )
 
     tool_names = ()  # set by agent_form_class()
+    client_tool_names = ()
 
     def validate_script(self, field):
         self.script_value = _parse_script(field.data)
@@ -343,6 +408,7 @@ class AgentForm(FlaskForm):
             ),
             **_request_settings_data(self),
             "tools": tools,
+            "client_tools": {name: self.client_tools[name].settings() for name in self.client_tool_names},
             "script": getattr(self, "script_value", []),
             "revision": _whole_number(self.revision.data),
         }
@@ -352,23 +418,49 @@ class AgentForm(FlaskForm):
         parts = key.split(".")
         if parts[0] == "tools":
             return _tool_error_field(self, parts)
+        if parts[0] == "client_tools":
+            return _client_tool_error_field(self, parts)
         if len(parts) == 1 and parts[0] in self and parts[0] not in ("tools", "csrf_token", "revision"):
             return self[parts[0]]
         return None
 
 
-def agent_form_class(tools):
+def _client_tool_error_field(form, parts):
+    """The field of a client tool's error key (client_tools, NAME[, KEY[, ARGUMENT[, KEY]]]), or None for an error
+    about the tool as a whole (the top of the form says it)."""
+    if len(parts) < 3 or parts[1] not in form.client_tool_names:
+        return None
+    tool_form = form.client_tools[parts[1]].form
+    argument_field = argument_error_field(tool_form, parts)
+    if argument_field is not None:
+        return argument_field
+    return tool_form[parts[2]] if len(parts) == 3 and parts[2] in tool_form else None
+
+
+def agent_form_class(tools, client_tools=None):
     """An AgentForm with one ToolSettingsForm per registered tool (fields named tools-NAME-KEY); `tools` maps the
-    names to the JSON Schemas of their arguments (ToolRegistry.parameters_by_name())."""
-    attributes = {"tools": _tools_field(tools), "tool_names": tuple(tools), **_request_settings_fields(tools)}
+    names to the JSON Schemas of their arguments (ToolRegistry.parameters_by_name()). `client_tools` maps the
+    client tools on the form to the arguments each shows (fields named client_tools-NAME-KEY)."""
+    client_tools = client_tools or {}
+    attributes = {
+        "tools": _tools_field(tools),
+        "tool_names": tuple(tools),
+        **_request_settings_fields(tools),
+        "client_tools": _client_tools_field(client_tools),
+        "client_tool_names": tuple(client_tools),
+    }
     return type("BoundAgentForm", (AgentForm,), attributes)
 
 
-def agent_form(tools, provider_choices, agent=None, **kwargs):
+def agent_form(tools, provider_choices, agent=None, client_tools=None, **kwargs):
     """The agent form for these tools (name -> schema of its arguments) and providers ([(id, label)]): bound to
     the request's POST data, else to `agent`. A provider the agent names that no longer exists stays selectable,
-    marked missing."""
-    form_class = agent_form_class(tools)
+    marked missing. `client_tools` (name -> argument names) lists the client tools on the form: by default the
+    agent's."""
+    if client_tools is None:
+        stored = (agent or {}).get("client_tools") or {}
+        client_tools = {name: client_tool_arguments(settings) for name, settings in stored.items()}
+    form_class = agent_form_class(tools, client_tools)
     if agent is not None:
         kwargs.setdefault("data", agent_to_form_data(agent, tools))
     form = form_class(**kwargs)
@@ -397,6 +489,16 @@ def agent_to_form_data(agent, tools):
         "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
         "revision": str(agent["revision"]),
         "tools": _tools_form_data(agent, tools),
+        "client_tools": {
+            name: {
+                **settings,
+                **{key: str(settings[key]) for key in ("max_calls_per_run", "max_identical_calls")},
+                "arguments": arguments_form_data(
+                    settings, {"properties": {argument: {} for argument in client_tool_arguments(settings)}}
+                ),
+            }
+            for name, settings in agent.get("client_tools", {}).items()
+        },
     }
 
 

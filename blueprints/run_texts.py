@@ -8,6 +8,7 @@ STOP_REASON_TEXTS = {
     "truncated": "Truncated: the answer was cut off at the token limit",
     "content_filter": "Stopped by the provider's content filter",
     "stopped": "Stopped by a person",
+    "awaiting_client": "Waiting for the client to run its tool calls",
 }
 # A run that has not ended has no stop reason: its state says where it is.
 STATE_TEXTS = {"running": "Running", "awaiting_approval": "Awaiting approval", "interrupted": "Interrupted"}
@@ -33,6 +34,7 @@ REASON_TEXTS = {
     "tool_error": "The tool failed",
     "reviewer_rejected": "Rejected by a reviewer",
     "stopped": "Not run: the run was stopped",
+    "not_run": "Not run: another call in this response was rejected",
 }
 STATUS_TEXTS = {
     "executed": "Executed",
@@ -41,6 +43,8 @@ STATUS_TEXTS = {
     "allowed": "Allowed",
     "awaiting_approval": "Awaiting approval",
 }
+CLIENT_STATUS_TEXTS = {"executed": "Run by the client", "allowed": "Sent to the client"}
+SOURCE_LABELS = {"page": "Run page", "api": "API", "cli": "Command line", "proxy": "Policy proxy", "case": "Case"}
 
 
 def stop_reason_text(run):
@@ -79,7 +83,10 @@ def reason_text(reason):
     return REASON_TEXTS.get(reason, reason or "")
 
 
-def status_text(status):
+def status_text(status, proxied=False):
+    """A call's status in words; in a proxied run, the calls that went to the client say so."""
+    if proxied and status in CLIENT_STATUS_TEXTS:
+        return CLIENT_STATUS_TEXTS[status]
     return STATUS_TEXTS.get(status, status or "")
 
 
@@ -89,3 +96,8 @@ def review_text(review):
         return f"Rejected by {review['by']}" + (f": {review['reason']}" if review.get("reason") else "")
     edited = " with edited arguments" if review.get("arguments") is not None else ""
     return f"Approved by {review['by']}{edited}"
+
+
+def source_label(source):
+    """Where a run came from, in words; runs stored before Toolgate recorded it say nothing."""
+    return SOURCE_LABELS.get(source, "—")

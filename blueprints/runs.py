@@ -53,6 +53,7 @@ def run_text_helpers():
         "error_preview": run_texts.ERROR_PREVIEW_CHARS,
         "review_text": run_texts.review_text,
         "elapsed_ms": elapsed_ms,
+        "source_label": run_texts.source_label,
     }
 
 
@@ -179,20 +180,26 @@ def _start_or_execute(db, agent_id, message, overrides, repeated_from):
             agent_id,
             message,
             overrides,
+            source="page",
             registry=options["registry"],
             repeated_from=repeated_from,
             lease_seconds=options["lease_seconds"],
         )
         return run_store.get_run(db, run_id)
-    return run_execution.execute_and_store_run(db, agent_id, message, overrides, repeated_from=repeated_from, **options)
+    return run_execution.execute_and_store_run(
+        db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
+    )
 
 
 @bp.get("/runs")
 def list_runs():
     db = get_db()
     agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
+    source = request.args.get("source") if request.args.get("source") in run_store.SOURCES else None
     before, after = keyset_ids_or_400()
-    page = run_store.list_runs(db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after)
+    page = run_store.list_runs(
+        db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source
+    )
     tokens = run_usage.total_tokens_by_run(db, [run["id"] for run in page.rows])
     return render_template(
         "runs/list.html",
@@ -200,8 +207,10 @@ def list_runs():
         page=page,
         agent_id=agent_id,
         stop_reason=stop_reason,
+        source=source,
         agent_ids=run_store.run_agent_ids(db),
         stop_reasons=STOP_REASONS,
+        sources=run_store.SOURCES,
     )
 
 

@@ -40,7 +40,12 @@ MAX_RESPONSE_MB = 5  # of text (content, call ids, names and arguments) in one m
 
 
 class ProviderError(Exception):
-    """The model could not be asked or its answer could not be read; the text is shown to people, key redacted."""
+    """The model could not be asked or its answer could not be read; the text is shown to people, key redacted.
+    `status`: the HTTP status the endpoint answered with, when it answered with an error."""
+
+    def __init__(self, text, status=None):
+        super().__init__(text)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,8 @@ class ChatModel:
         self.settings = settings or RequestSettings()
         self.secret = secret
         self.timeout = timeout
-        self._constant_fields = {**self.settings.sampling(), **(extra_body or {})}
+        self.extra_body = dict(extra_body or {})
+        self._constant_fields = {**self.settings.sampling(), **self.extra_body}
         self._options = {"security": {"bearer_auth": True}, "headers": headers or {}}
 
     def request_body(self, messages, tools=None, parallel_tool_calls=None):
@@ -99,17 +105,22 @@ class ChatModel:
 
     def complete(self, messages, tools=None, parallel_tool_calls=None):
         """Ask the model; a ModelResponse, or ProviderError saying in words what happened to the request."""
-        import openai
         from openai.types.chat import ChatCompletion
+
+        completion = self.post(self.request_body(messages, tools, parallel_tool_calls), ChatCompletion)
+        return _read_completion(completion, self.secret)
+
+    def post(self, body, cast_to):
+        """Send a chat-completions body as it is, within the deadline, with the connection's auth, headers and
+        retries; the answer cast to `cast_to` (`object`: the JSON as the server sent it, which the policy proxy
+        passes on). ProviderError saying in words what happened to the request."""
+        import openai
 
         from .deadline import DeadlinePassed, request_budget
 
-        body = self.request_body(messages, tools, parallel_tool_calls)
         with request_budget(self.timeout or DEFAULT_TIMEOUT) as budget:
             try:
-                completion = self.client.post(
-                    "/chat/completions", body=body, cast_to=ChatCompletion, options=self._options
-                )
+                return self.client.post("/chat/completions", body=body, cast_to=cast_to, options=self._options)
             except DeadlinePassed:
                 raise self.error(f"The model did not answer within the {budget.seconds:g} s timeout", budget) from None
             except openai.APITimeoutError:
@@ -118,18 +129,17 @@ class ChatModel:
                 text = f"The model endpoint answered HTTP {error.status_code}{_attempts(budget)}: {_error_text(error)}"
                 if budget.refused_wait is not None:
                     text = f"{_sentence(text)} Not retried: {_refused_wait(budget)}"
-                raise self.error(text) from None
+                raise self.error(text, status=error.status_code) from None
             except openai.APIConnectionError as error:
                 reason = str(error.__cause__ or "") or str(error)
                 raise self.error(f"Could not reach the model endpoint{_attempts(budget)}: {reason}") from None
             except (openai.OpenAIError, ValueError, TypeError) as error:
                 raise self.error(f"The model's answer could not be read: {error}") from None
-        return _read_completion(completion, self.secret)
 
-    def error(self, text, budget=None):
+    def error(self, text, budget=None, status=None):
         if budget is not None:
             text += _attempts(budget, ", after")
-        return ProviderError(redact(_sentence(text), self.secret))
+        return ProviderError(redact(_sentence(text), self.secret), status)
 
 
 def _refused_wait(budget):

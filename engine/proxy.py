@@ -16,11 +16,13 @@ import time
 from dataclasses import dataclass, replace
 
 from . import texts
+from .call_ids import repair_call_ids
 from .client_tools import proxy_view
 from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
-from .loop import ANSWERED, AWAITING_CLIENT, ERROR, ROUND_CAP
+from .loop import ANSWERED, AWAITING_CLIENT, CUT_OFF_STOP_REASONS, ERROR, ROUND_CAP
+from .providers import RequestSettings
 from .proxy_request import current_turn, text_of
-from .types import ALLOWED, REJECTED, CallRecord, ModelResponse, Round, ToolCall
+from .types import ALLOWED, REJECTED, USAGE_KEYS, CallRecord, ModelResponse, Round, ToolCall
 
 NOT_RUN = "not_run"  # allowed by the gate, not run because another call of its response was rejected
 UNREADABLE = "The model's answer could not be read"
@@ -70,17 +72,29 @@ def upstream_tools(config, request):
 
 
 def upstream_body(config, request, messages, tools):
-    """The chat-completions body sent upstream: the client's fields, the agent's model and settings where it has
-    them; without tools, no `tools`, `tool_choice` nor `parallel_tool_calls`. Never streamed."""
-    body = {**request.passthrough, "model": config.model or request.model, "messages": list(messages)}
+    """The chat-completions body sent upstream: the client's fields, and the agent's where it sets them — its
+    model, its sampling settings, `parallel_tool_calls` unless null, `tool_choice` unless "auto" (its default).
+    Without tools, no `tools`, `tool_choice` nor `parallel_tool_calls`. Never streamed."""
+    settings = RequestSettings.of(config)
+    body = {**request.passthrough, **settings.sampling(), "model": config.model or request.model}
+    body["messages"] = list(messages)
     if tools:
         body["tools"] = tools
         if config.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = config.parallel_tool_calls
+        if config.tool_choice != "auto":
+            body["tool_choice"] = settings.tool_choice_field()
     else:
         body.pop("tool_choice", None)
         body.pop("parallel_tool_calls", None)
     return body
+
+
+def _usage(completion):
+    usage = completion.get("usage")
+    if not isinstance(usage, dict) or not all(isinstance(usage.get(key), int) for key in USAGE_KEYS):
+        return None
+    return {key: usage[key] for key in USAGE_KEYS}
 
 
 def read_completion(completion):
@@ -104,25 +118,14 @@ def read_completion(completion):
             )
         )
     content = text_of(message.get("content")) if message.get("content") is not None else None
-    return ModelResponse(content=content, tool_calls=tuple(calls)), message
-
-
-def _fresh_id(used):
-    number = len(used) + 1
-    while f"call_toolgate_{number}" in used:
-        number += 1
-    return f"call_toolgate_{number}"
-
-
-def _with_unique_ids(response, used):
-    """The response with a fresh id for each call whose id is missing, repeated, or already in the conversation,
-    so that every tool message answers one call. `used` gains the ids."""
-    calls = []
-    for call in response.tool_calls:
-        call_id = call.id if call.id and call.id not in used else _fresh_id(used)
-        used.add(call_id)
-        calls.append(replace(call, id=call_id))
-    return replace(response, tool_calls=tuple(calls))
+    finish_reason = choices[0].get("finish_reason")
+    response = ModelResponse(
+        content=content,
+        tool_calls=tuple(calls),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=_usage(completion),
+    )
+    return response, message
 
 
 def _assistant_message(response):
@@ -132,13 +135,10 @@ def _assistant_message(response):
     return message
 
 
-def _sum_usage(completions):
+def _sum_usage(rounds):
     """The token usage of every upstream request of one client request, or None when none said."""
-    usages = [completion["usage"] for completion in completions if isinstance(completion.get("usage"), dict)]
-    if not usages:
-        return None
-    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return {key: sum(value for usage in usages if isinstance(value := usage.get(key), int)) for key in keys}
+    usages = [round_.response.usage for round_ in rounds if round_.response.usage is not None]
+    return {key: sum(usage[key] for usage in usages) for key in USAGE_KEYS} if usages else None
 
 
 class _Exchange:
@@ -156,7 +156,7 @@ class _Exchange:
             call.get("id") for message in self.messages for call in message.get("tool_calls") or [] if call.get("id")
         }
         self.rounds_used = self.turn.rounds_used
-        self.rounds, self.completions, self.log = [], [], []
+        self.rounds, self.log = [], []
         self.requests = 0
 
     def cap_message(self):
@@ -178,15 +178,17 @@ class _Exchange:
             tools = self.tools if offer else None
             body = upstream_body(self.config, self.request, self.messages, tools)
             self.requests += 1
+            started = time.perf_counter()
             completion = self.ask(body)
             response, _message = read_completion(completion)
-            response = _with_unique_ids(response, self.used_ids)
-            self.completions.append(completion)
+            number = len(self.rounds) + 1
+            response = replace(response, tool_calls=repair_call_ids(response.tool_calls, number, self.used_ids))
             round_ = Round(
-                number=len(self.rounds) + 1,
+                number=number,
                 tools_offered=tuple(tool.name for tool in self.request.declared) if offer else None,
                 response=response,
                 tools_sent=tuple(copy.deepcopy(tools)) if tools else None,
+                latency_ms=(time.perf_counter() - started) * 1000,
             )
             if not response.tool_calls:
                 missing = self.missing_required_tools() if offer else []
@@ -194,9 +196,8 @@ class _Exchange:
                     self.hide_with_reminder(round_, response, missing)
                     continue
                 stop_reason = ROUND_CAP if not offer and cap and self.request.declared else ANSWERED
-                return self.finish(
-                    self.client_completion(completion, response), stop_reason, response.content or "", round_
-                )
+                stop_reason = CUT_OFF_STOP_REASONS.get(response.finish_reason, stop_reason)
+                return self.finish(self.client_completion(completion), stop_reason, response.content or "", round_)
             if not offer:
                 answer = response.content or self.cap_message()
                 rejected = self.records(reject_without_tools(response.tool_calls).verdicts)
@@ -218,9 +219,7 @@ class _Exchange:
                 )
             if all(verdict.allowed for verdict in review.verdicts):
                 round_ = replace(round_, calls=self.records(review.verdicts))
-                return self.finish(
-                    self.client_completion(completion, response, review.verdicts), AWAITING_CLIENT, None, round_
-                )
+                return self.finish(self.client_completion(completion, review.verdicts), AWAITING_CLIENT, None, round_)
             self.hide_with_rejections(round_, response, review.verdicts)
 
     def records(self, verdicts):
@@ -251,20 +250,16 @@ class _Exchange:
         self.rounds_used += 1
         self.rounds.append(replace(round_, reminder=reminder, shown_to_client=False))
 
-    def client_completion(self, completion, response, verdicts=()):
+    def client_completion(self, completion, verdicts=()):
         """The upstream's answer as the client gets it: each call with its repaired id and, where the gate forced
-        values, the arguments it must run with; the usage of every request this answer took."""
+        values, the arguments it must run with."""
         completion = copy.deepcopy(completion)
         completion["choices"] = completion["choices"][:1]
         message = completion["choices"][0]["message"]
-        if verdicts:
-            for data, verdict in zip(message["tool_calls"], verdicts, strict=True):
-                data["id"] = verdict.call.id
-                if verdict.forced_arguments:
-                    data["function"]["arguments"] = json.dumps(verdict.arguments, ensure_ascii=False)
-        usage = _sum_usage(self.completions)
-        if usage is not None:
-            completion["usage"] = usage
+        for data, verdict in zip(message.get("tool_calls") or [], verdicts, strict=True):
+            data["id"] = verdict.call.id
+            if verdict.forced_arguments:
+                data["function"]["arguments"] = json.dumps(verdict.arguments, ensure_ascii=False)
         return completion
 
     def own_completion(self, answer, completion=None):
@@ -280,14 +275,15 @@ class _Exchange:
         own["choices"] = [
             {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop", "logprobs": None}
         ]
-        usage = _sum_usage(self.completions)
-        if usage is not None:
-            own["usage"] = usage
         return own
 
     def finish(self, completion, stop_reason, answer, round_=None):
+        """The Exchange that hands `completion` to the client, with the usage of every request it took."""
         if round_ is not None:
             self.rounds.append(replace(round_, shown_to_client=True))
+        usage = _sum_usage(self.rounds)
+        if usage is not None:
+            completion["usage"] = usage
         self.messages.append(completion["choices"][0]["message"])
         return Exchange(
             completion=completion,

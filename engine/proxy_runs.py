@@ -15,7 +15,7 @@ import copy
 import hashlib
 import json
 
-from .types import ALLOWED, CLIENT, EXECUTED, REJECTED, RunRecord
+from .types import ALLOWED, CLIENT, EXECUTED, REJECTED, USAGE_KEYS, RunRecord
 
 PROXY_SOURCE = "proxy"
 
@@ -74,11 +74,13 @@ def _conversation(exchange, request, previous=None):
 
 
 def _counts(rounds):
+    """The run's counts over its rounds (as JSON), as RunRecord.to_json counts them."""
     calls = [call for round_ in rounds for call in round_["calls"]]
+    usages = [round_["usage"] for round_ in rounds if round_.get("usage")]
     return {
         "tool_calls": sum(1 for call in calls if call["status"] != REJECTED),
         "rejected_calls": sum(1 for call in calls if call["status"] == REJECTED),
-        "model_requests": len(rounds),
+        "usage": {key: sum(usage[key] for usage in usages) for key in USAGE_KEYS} if usages else None,
     }
 
 
@@ -100,6 +102,7 @@ def new_run(agent, exchange, request, duration_ms, continues_run=None):
         layout=(),
         log=exchange.log,
         duration_ms=duration_ms,
+        model_requests=exchange.requests,
     )
     return {
         **record.to_json(),
@@ -137,6 +140,7 @@ def continued_run(stored, agent, exchange, request, length, duration_ms):
         "messages": list(exchange.messages),
         "rounds_used": exchange.rounds_used,
         "max_rounds": agent["max_rounds"],
+        "model_requests": stored.get("model_requests", 0) + exchange.requests,
         "log": [*stored.get("log", []), *exchange.log],
         "duration_ms": round(stored.get("duration_ms", 0) + duration_ms, 3),
         "conversation": _conversation(exchange, request, stored["conversation"]),

@@ -128,28 +128,34 @@ def _store_each_run_fact_once(db):
         last_id = rows[-1]["id"]
 
 
-def _create_counts_table(db, counts, table, column):
-    """The table `counts`: how many rows of `table` there are per (agent_id, column), filled from the rows already
-    there and kept in step by triggers on every insert, delete and change of those two columns."""
-    key = f"coalesce(new.agent_id, ''), coalesce(new.{column}, '')"
-    old_key = f"agent_id = coalesce(old.agent_id, '') AND {column} = coalesce(old.{column}, '')"
+def _create_counts_table(db, counts, table, columns):
+    """The table `counts`: how many rows of `table` there are per (agent_id, *columns), filled from the rows
+    already there and kept in step by triggers on every insert, delete and change of those columns. `columns`: a
+    column name, or a tuple of them."""
+    columns = ("agent_id", *((columns,) if isinstance(columns, str) else columns))
+    names = ", ".join(columns)
+    key = ", ".join(f"coalesce(new.{column}, '')" for column in columns)
+    old_key = " AND ".join(f"{column} = coalesce(old.{column}, '')" for column in columns)
     add = (
-        f"INSERT INTO {counts} (agent_id, {column}, count) VALUES ({key}, 1) "
-        f"ON CONFLICT (agent_id, {column}) DO UPDATE SET count = count + 1;"
+        f"INSERT INTO {counts} ({names}, count) VALUES ({key}, 1) "
+        f"ON CONFLICT ({names}) DO UPDATE SET count = count + 1;"
     )
     remove = (
         f"UPDATE {counts} SET count = count - 1 WHERE {old_key}; DELETE FROM {counts} WHERE {old_key} AND count = 0;"
     )
+    definitions = ", ".join(f"{column} TEXT NOT NULL" for column in columns)
+    groups = ", ".join(str(number) for number in range(1, len(columns) + 1))
+    selected = ", ".join(f"coalesce({column}, '')" for column in columns)
     db.executescript(
         f"""
         CREATE TABLE {counts} (
-            agent_id TEXT NOT NULL, {column} TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (agent_id, {column})
+            {definitions}, count INTEGER NOT NULL, PRIMARY KEY ({names})
         );
-        INSERT INTO {counts} (agent_id, {column}, count)
-            SELECT coalesce(agent_id, ''), coalesce({column}, ''), count(*) FROM {table} GROUP BY 1, 2;
+        INSERT INTO {counts} ({names}, count)
+            SELECT {selected}, count(*) FROM {table} GROUP BY {groups};
         CREATE TRIGGER {counts}_insert AFTER INSERT ON {table} BEGIN {add} END;
         CREATE TRIGGER {counts}_delete AFTER DELETE ON {table} BEGIN {remove} END;
-        CREATE TRIGGER {counts}_update AFTER UPDATE OF agent_id, {column} ON {table} BEGIN {remove} {add} END;
+        CREATE TRIGGER {counts}_update AFTER UPDATE OF {names} ON {table} BEGIN {remove} {add} END;
         """
     )
 
@@ -222,6 +228,33 @@ def _live_runs(db):
     runs.add_column("stop_requested", int, not_null_default=0)
     db.execute("UPDATE runs SET state = 'finished'")
     runs.create_index(["state"])
+
+
+@migrations(name="0060_add_run_source")
+def _add_run_source(db):
+    # Where a run came from (SPEC §8): page, api, cli, proxy or case; runs stored before say nothing (null). The
+    # runs list filters by it like by agent and stop reason: an index per new filter combination, and the counts
+    # per source too.
+    db["runs"].add_column("source", str)
+    db.executescript(
+        "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_delete; DROP TRIGGER run_counts_update; "
+        "DROP TABLE run_counts;"
+    )
+    _create_counts_table(db, "run_counts", "runs", ("stop_reason", "source"))
+    for columns in (
+        ["source"],
+        ["agent_id", "source"],
+        ["stop_reason", "source"],
+        ["agent_id", "stop_reason", "source"],
+    ):
+        db["runs"].create_index([*columns, "id"])
+
+
+@migrations(name="0061_add_run_conversation_key")
+def _add_run_conversation_key(db):
+    # A proxied run's digest of the conversation its client holds, so the client's next request finds the run.
+    db["runs"].add_column("conversation_key", str)
+    db["runs"].create_index(["agent_id", "conversation_key"])
 
 
 def _carry_over_legacy_names(db):

@@ -112,11 +112,19 @@ def _advance(db, providers, options):
 
 
 def start_stored_run(
-    db, agent_id, message, overrides=None, *, registry=None, repeated_from=None, lease_seconds=LEASE_SECONDS
+    db,
+    agent_id,
+    message,
+    overrides=None,
+    *,
+    source,
+    registry=None,
+    repeated_from=None,
+    lease_seconds=LEASE_SECONDS,
 ):
     """Store a new run of the stored agent on `message` with `overrides`, before its first model request; returns
-    its id. `repeated_from` is the id of the run this one repeats (Run again, Change and run again), kept with it
-    so the two can be compared.
+    its id. `source` says where it came from: "page", "api" or "cli" (store.runs.SOURCES). `repeated_from` is the id
+    of the run this one repeats (Run again, Change and run again), kept with it so the two can be compared.
 
     Raises store.NotFound for an unknown agent and ValidationError naming the field for bad input; nothing is
     stored then."""
@@ -126,7 +134,9 @@ def start_stored_run(
         # The agent form and the agents API refuse such a provider: a run's overrides must too.
         raise ValidationError({"provider": f'no provider connection has the id "{provider}"'})
     state = engine.start_run(agent, message, overrides, registry=registry)
-    run = state["run"] if repeated_from is None else {**state["run"], "repeated_from": repeated_from}
+    run = {**state["run"], "source": source}
+    if repeated_from is not None:
+        run["repeated_from"] = repeated_from
     return run_store.insert_started_run(db, run, state["loop"], time.time() + lease_seconds)
 
 
@@ -184,22 +194,45 @@ def resume_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS):
 
 
 def execute_and_store_run(
-    db, agent_id, message, overrides=None, *, repeated_from=None, registry=None, lease_seconds=LEASE_SECONDS, **options
+    db,
+    agent_id,
+    message,
+    overrides=None,
+    *,
+    source,
+    repeated_from=None,
+    registry=None,
+    lease_seconds=LEASE_SECONDS,
+    **options,
 ):
     """Run the stored agent on `message` with `overrides` until it ends or waits for approval, storing it as it
     goes; returns the run with its `id`. Raises as start_stored_run; a provider failure is a stored run with
     stop_reason "error". `options` are step_stored_run's."""
     run_id = start_stored_run(
-        db, agent_id, message, overrides, registry=registry, repeated_from=repeated_from, lease_seconds=lease_seconds
+        db,
+        agent_id,
+        message,
+        overrides,
+        source=source,
+        registry=registry,
+        repeated_from=repeated_from,
+        lease_seconds=lease_seconds,
     )
     return continue_stored_run(db, run_id, registry=registry, lease_seconds=lease_seconds, **options)
 
 
 def repeat_and_store_run(db, run_id, **options):
-    """Run again with a stored run's message and overrides, against the agent as it is stored now."""
+    """Run again with a stored run's message and overrides, against the agent as it is stored now (from the run's
+    page)."""
     previous = run_store.get_run(db, run_id)
     return execute_and_store_run(
-        db, previous["agent_id"], previous["message"], previous["overrides"], repeated_from=run_id, **options
+        db,
+        previous["agent_id"],
+        previous["message"],
+        previous["overrides"],
+        source="page",
+        repeated_from=run_id,
+        **options,
     )
 
 

@@ -21,17 +21,25 @@ from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
 SUMMARY = (
-    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, created_at, "
+    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, created_at, "
     "state, lease_until"
 )
 FINISHED = "finished"
 RUNNING = "running"
 INTERRUPTED = "interrupted"
+SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC §8)
 
 
 def _row(run):
-    """The runs row of a run dict, but its id and creation time: run_format's, and the run's state."""
-    return {**stored_row(run), "state": run.get("state", FINISHED)}
+    """The runs row of a run dict, but its id and creation time: run_format's (what step 0007 writes, which must
+    not change), the run's state, where it came from and, for a proxied run, its conversation's key."""
+    conversation = run.get("conversation")
+    return {
+        **stored_row(run),
+        "state": run.get("state", FINISHED),
+        "source": run.get("source"),
+        "conversation_key": conversation.get("key") if isinstance(conversation, dict) else None,
+    }
 
 
 def save_run(db, run):
@@ -145,21 +153,48 @@ def _run_from_row(row):
     return run
 
 
+def continue_run(db, run_id, run, conversation_key, new_log):
+    """Replace a proxied run that a client request continued, and add that request's log entries, in one
+    transaction — unless another request continued it first (its conversation key is no longer
+    `conversation_key`): then nothing is written and the answer is None. Returns the run as stored."""
+    row = _row({key: value for key, value in run.items() if key not in ("id", "created_at")})
+    assignments = ", ".join(f"{column} = ?" for column in row)
+    with write_transaction(db):
+        cursor = db.execute(
+            f"UPDATE runs SET {assignments} WHERE id = ? AND conversation_key = ?",
+            [*row.values(), run_id, conversation_key],
+        )
+        if cursor.rowcount != 1:
+            return None
+        log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
+    return get_run(db, run_id)
+
+
+def proxied_run_with_conversation(db, agent_id, conversation_key):
+    """The agent's latest proxied run whose client holds this conversation, or None."""
+    rows = db.query(
+        "SELECT id FROM runs WHERE agent_id = ? AND conversation_key = ? ORDER BY id DESC LIMIT 1",
+        [agent_id, conversation_key],
+    )
+    found = next(iter(rows), None)
+    return get_run(db, found["id"]) if found else None
+
+
 def get_run(db, run_id):
     """The stored run dict with its `id` and `created_at`. Raises NotFound."""
     return _run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
 
 
-def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE):
+def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE, source=None):
     """The page of run summaries below the run id `before` or above `after` (or the newest), newest first: a
     store.history.Page. Summaries carry the listing columns only, never the whole run."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
     return _summaries(history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before, after))
 
 
-def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE):
+def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None):
     """Page `number` of run summaries (1 is the newest), for the API's `?page=`: (Page, number, page count)."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
     page, number, pages = history.numbered_page(db, "runs", "run_counts", filters, SUMMARY, per_page, number)
     return _summaries(page), number, pages
 

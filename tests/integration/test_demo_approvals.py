@@ -11,7 +11,9 @@ from store.demo import load_demo
 def test_the_reviewed_canvas_demo_waits_for_a_decision_on_each_edit_before_anything_of_the_response_runs(database):
     load_demo(database, default_registry().names())
 
-    run = run_execution.execute_and_store_run(database, "canvas_reviewed", "Build a landing page with a hero.")
+    run = run_execution.execute_and_store_run(
+        database, "canvas_reviewed", "Build a landing page with a hero.", source="cli"
+    )
 
     assert run["state"] == "awaiting_approval" and len(run["rounds"]) == 1
     pending = run["pending_round"]

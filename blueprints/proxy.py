@@ -1,0 +1,76 @@
+"""The policy proxy (SPEC §8): `/proxy/<agent id>/v1` is an OpenAI-compatible base URL, so any app that speaks
+OpenAI's API gets the agent's tool policy by changing its base URL.
+
+`POST …/chat/completions` answers through store.proxy_execution (the agent's provider, the gate, the run
+recorded); `GET …/models` lists the model it answers with. Answers and errors are in OpenAI's shapes, not the
+JSON API's — `{"error": {"message", "type", "param", "code"}}` — since the client is an OpenAI client; every
+answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the blueprint needs no CSRF token.
+"""
+
+from flask import Blueprint, Response, jsonify, request, url_for
+
+from blueprints.runs import run_options
+from engine.config import SCRIPTED_PROVIDER, ValidationError
+from engine.proxy_stream import server_sent_events
+from store import NotFound, proxy_execution
+from store import agents as agent_store
+from store.db import get_db
+
+bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
+RUN_HEADER = "X-Toolgate-Run"
+
+
+def openai_error(status, message, error_type="invalid_request_error", code=None, param=None):
+    """An error as OpenAI's API answers one, which OpenAI clients read."""
+    return jsonify({"error": {"message": message, "type": error_type, "param": param, "code": code}}), status
+
+
+def _unknown_agent(error):
+    return openai_error(404, str(error), code="agent_not_found")
+
+
+@bp.post("/chat/completions")
+def chat_completions(agent_id):
+    body = request.get_json(force=True, silent=True)
+    if not isinstance(body, dict):
+        return openai_error(400, "The body must be a JSON object: an OpenAI chat-completions request.")
+    try:
+        exchange, run = proxy_execution.answer_and_record(get_db(), agent_id, body, **run_options())
+    except NotFound as error:
+        return _unknown_agent(error)
+    except ValidationError as error:
+        return openai_error(400, str(error), code="invalid_value", param=error.field)
+    if exchange.error is not None:
+        response = jsonify(exchange.error.to_json())
+        response.status_code = exchange.error.status
+    elif body.get("stream"):
+        include_usage = (body.get("stream_options") or {}).get("include_usage") is True
+        response = Response(server_sent_events(exchange.completion, include_usage), mimetype="text/event-stream")
+        response.headers["Cache-Control"] = "no-cache"
+    else:
+        response = jsonify(exchange.completion)
+    response.headers[RUN_HEADER] = str(run["id"])
+    return response
+
+
+@bp.get("/models")
+def models(agent_id):
+    """The model the proxy answers with: the agent's, or for a scripted agent `scripted`. An agent that names none
+    answers with the client's model, and lists none."""
+    try:
+        agent = agent_store.get_agent(get_db(), agent_id)
+    except NotFound as error:
+        return _unknown_agent(error)
+    model = agent["model"] or (SCRIPTED_PROVIDER if agent["provider"] == SCRIPTED_PROVIDER else "")
+    data = [{"id": model, "object": "model", "created": 0, "owned_by": "toolgate"}] if model else []
+    return jsonify({"object": "list", "data": data})
+
+
+@bp.app_context_processor
+def proxy_helpers():
+    return {"proxy_base_url": proxy_base_url}
+
+
+def proxy_base_url(agent_id):
+    """The base URL an OpenAI client is given for the agent: …/proxy/<agent id>/v1."""
+    return url_for("proxy.models", agent_id=agent_id, _external=True).removesuffix("/models")
