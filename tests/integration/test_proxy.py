@@ -1,0 +1,343 @@
+"""The policy proxy (SPEC §8) as an app that speaks OpenAI's API meets it: the `openai` SDK, pointed at
+/proxy/<agent id>/v1 of the app served on 127.0.0.1, with the agent's scripted model or a fake OpenAI-compatible
+server upstream. The client only ever receives calls that passed the gate; what it never saw is on the run's page."""
+
+import json
+
+import httpx2
+import openai
+import pytest
+from proxy_support import GET_LAYOUT, PLACE, FakeUpstream, add_upstream, completion, proxy_client, tool_results
+
+from tests.live_http import serving
+
+RESTRICTED = (
+    'Error: The tool "place_components" may only be called once per response. None of the tool calls in this '
+    "response were executed. Call it once, wait for its result, then call it again if you need to."
+)
+PROXY_COLLATERAL = (
+    "Error: This tool call was not executed, because another call in the same response was rejected. Call it again "
+    "if you still need it."
+)
+MAX_ROUNDS_TEXT = (
+    "I was unable to fully answer your question within the allowed number of processing steps. "
+    "Please try rephrasing or narrowing your question."
+)
+USER = {"role": "user", "content": "Build a page with a hero and a text."}
+RESTRICT = {"place_components": {"restrict_multiple_calls": True}}
+TWO_PLACEMENTS = {
+    "tool_calls": [
+        {"name": "place_components", "arguments": {"component": "hero"}},
+        {"name": "place_components", "arguments": {"component": "text"}},
+    ]
+}
+ONE_PLACEMENT = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
+
+
+def put_agent(client, agent_id="canvas", **fields):
+    agent = {"label": "Canvas", "client_tools": RESTRICT, **fields}
+    response = client.put(f"/api/agents/{agent_id}", json=agent)
+    assert response.status_code in (200, 201), response.json
+
+
+def placement(component, **extra):
+    return json.dumps({"component": component, **extra})
+
+
+# --- The restriction, on the scripted model --------------------------------------------------------------------
+
+
+def test_a_restricted_tool_called_twice_reaches_the_client_as_one_call_after_one_hidden_re_ask(app, client):
+    put_agent(client, script=[TWO_PLACEMENTS, ONE_PLACEMENT, {"content": "Placed."}])
+    with proxy_client(app, "canvas") as sdk:
+        raw = sdk.chat.completions.with_raw_response.create(model="gpt-x", messages=[USER], tools=[PLACE])
+        answer = raw.parse()
+        run_id = int(raw.headers["X-Toolgate-Run"])
+
+    message = answer.choices[0].message
+    assert [(call.id, call.function.name, call.function.arguments) for call in message.tool_calls] == [
+        ("hero", "place_components", placement("hero"))
+    ]
+    run = client.get(f"/api/runs/{run_id}").json
+    assert run["source"] == "proxy" and run["model_requests"] == 2
+    hidden, shown = run["rounds"]
+    assert hidden["shown_to_client"] is False and shown["shown_to_client"] is True
+    assert [(call["status"], call["reason"], call["message"]) for call in hidden["calls"]] == [
+        ("rejected", "restricted_repeat", RESTRICTED)
+    ] * 2
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    round_one = page.split('id="round-1-heading"')[1].split('id="round-2-heading"')[0]
+    assert "Not shown to the client" in round_one
+    assert round_one.count("Restricted tool called more than once") == 2
+    assert "All 2 calls rejected — nothing executed" in round_one
+    assert "Not shown to the client" not in page.split('id="round-2-heading"')[1]
+
+
+def test_three_requests_of_one_conversation_are_one_run_with_the_clients_results(app, client):
+    below_hero = {"name": "place_components", "arguments": {"component": "text", "below_uuid": "{{hero}}"}}
+    put_agent(client, script=[TWO_PLACEMENTS, ONE_PLACEMENT, {"tool_calls": [below_hero]}, {"content": "Done."}])
+    messages, run_ids = [USER], []
+    with proxy_client(app, "canvas") as sdk:
+        for _ in range(3):
+            raw = sdk.chat.completions.with_raw_response.create(model="gpt-x", messages=messages, tools=[PLACE])
+            run_ids.append(raw.headers["X-Toolgate-Run"])
+            message = raw.parse().choices[0].message
+            messages += [message.model_dump(exclude_none=True), *tool_results(message)]
+
+    assert message.content == "Done." and len(set(run_ids)) == 1
+    # The model remembered its first, hidden attempt: the second placement went below the UUID the client returned.
+    second = messages[3]["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(second) == {"component": "text", "below_uuid": "uuid-of-hero"}
+    run = client.get(f"/api/runs/{run_ids[0]}").json
+    assert run["stop_reason"] == "answered" and run["answer"] == "Done."
+    assert run["message"] == USER["content"]
+    assert [round_["shown_to_client"] for round_ in run["rounds"]] == [False, True, True, True]
+    ran = [call for round_ in run["rounds"] for call in round_["calls"] if call["status"] == "executed"]
+    assert [(call["run_by"], call["output"]) for call in ran] == [
+        ("client", "uuid-of-hero"),
+        ("client", f"uuid-of-{messages[3]['tool_calls'][0]['id']}"),
+    ]
+    # The rounds used are the client's: its conversation holds two; the hidden one counted in its own request.
+    assert (run["tool_calls"], run["rejected_calls"], run["rounds_used"]) == (2, 2, 2)
+    page = client.get(f"/runs/{run_ids[0]}").get_data(as_text=True)
+    assert page.count("Run by the client") == 2
+    listed = client.get("/api/runs?source=proxy").json
+    assert [summary["id"] for summary in listed["runs"]] == [int(run_ids[0])]
+    assert client.get("/api/runs?source=api").json["runs"] == []
+
+
+def test_a_new_user_message_starts_the_next_run_of_the_conversation(app, client):
+    put_agent(client, script=[{"content": "Hello."}, {"content": "Still here."}])
+    with proxy_client(app, "canvas") as sdk:
+        first = sdk.chat.completions.with_raw_response.create(model="m", messages=[USER], tools=[PLACE])
+        answer = first.parse().choices[0].message
+        follow_up = [USER, answer.model_dump(exclude_none=True), {"role": "user", "content": "And now?"}]
+        second = sdk.chat.completions.with_raw_response.create(model="m", messages=follow_up, tools=[PLACE])
+
+    first_id, second_id = int(first.headers["X-Toolgate-Run"]), int(second.headers["X-Toolgate-Run"])
+    assert second.parse().choices[0].message.content == "Still here."
+    run = client.get(f"/api/runs/{second_id}").json
+    assert second_id != first_id and run["continues_run"] == first_id and run["message"] == "And now?"
+    assert f'<a href="/runs/{first_id}">run #{first_id}</a>' in client.get(f"/runs/{second_id}").get_data(as_text=True)
+
+
+# --- On a fake upstream: what the proxy sends, and what it does with the answer ----------------------------------
+
+
+@pytest.fixture
+def upstream(app):
+    fake = FakeUpstream()
+    with serving(fake) as url:
+        add_upstream(app, url)
+        yield fake
+
+
+def test_a_mixed_response_is_answered_upstream_and_only_the_retry_reaches_the_client(app, client, upstream):
+    rules = {"region": {"action": "only_allow", "values": ["header", "content"]}}
+    put_agent(client, provider="upstream", client_tools={"place_components": {"argument_rules": rules}})
+    upstream.replies = [
+        (
+            200,
+            completion(
+                calls=[("a", "place_components", {"component": "hero", "region": "footer"}), ("b", "get_layout", {})]
+            ),
+        ),
+        (200, completion(calls=[("c", "place_components", {"component": "hero", "region": "header"})])),
+    ]
+    with proxy_client(app, "canvas") as sdk:
+        answer = sdk.chat.completions.create(model="gpt-x", messages=[USER], tools=[PLACE, GET_LAYOUT])
+
+    assert [call.id for call in answer.choices[0].message.tool_calls] == ["c"]
+    retry = upstream.bodies[1]["messages"]
+    assert retry[0] == USER and retry[1]["tool_calls"][0]["id"] == "a"
+    assert retry[2:] == [
+        {
+            "role": "tool",
+            "tool_call_id": "a",
+            "content": "Error: invalid value for region in place_components: footer is not one of header, content.",
+        },
+        {"role": "tool", "tool_call_id": "b", "content": PROXY_COLLATERAL},
+    ]
+
+
+def test_tools_go_upstream_with_the_agents_overrides_and_forced_values_come_back_written_in(app, client, upstream):
+    settings = {
+        "description_override": "Place ONE component.",
+        "argument_rules": {"region": {"action": "force_value", "values": ["footer"], "hide": True}},
+        "argument_descriptions": {"component": "hero or text"},
+    }
+    put_agent(client, provider="upstream", model="agent-model", client_tools={"place_components": settings})
+    upstream.replies = [(200, completion(calls=[("a", "place_components", {"component": "hero"})]))]
+    with proxy_client(app, "canvas") as sdk:
+        answer = sdk.chat.completions.create(model="client-model", messages=[USER], tools=[PLACE], temperature=0.3)
+
+    body = upstream.bodies[0]
+    assert body["model"] == "agent-model" and body["temperature"] == 0.3
+    function = body["tools"][0]["function"]
+    assert function["description"] == "Place ONE component."
+    assert set(function["parameters"]["properties"]) == {"component", "below_uuid"}
+    assert function["parameters"]["properties"]["component"]["description"] == "hero or text"
+    assert upstream.requests[0]["headers"]["authorization"] == "Bearer sk-upstream"
+    call = answer.choices[0].message.tool_calls[0]
+    assert json.loads(call.function.arguments) == {"component": "hero", "region": "footer"}
+
+
+@pytest.mark.parametrize(
+    ("on_round_cap", "upstream_requests", "answer"),
+    [("final_answer", 1, "The page is half built."), ("message", 0, MAX_ROUNDS_TEXT)],
+)
+def test_the_round_cap_is_counted_from_the_clients_history(
+    app, client, upstream, on_round_cap, upstream_requests, answer
+):
+    put_agent(client, provider="upstream", max_rounds=2, on_round_cap=on_round_cap)
+    upstream.replies = [(200, completion("The page is half built."))]
+    history = [USER]
+    for number in (1, 2):
+        call = {"id": f"c{number}", "type": "function", "function": {"name": "place_components", "arguments": "{}"}}
+        history += [{"role": "assistant", "content": "", "tool_calls": [call]}]
+        history += [{"role": "tool", "tool_call_id": f"c{number}", "content": f"uuid-{number}"}]
+    with proxy_client(app, "canvas") as sdk:
+        raw = sdk.chat.completions.with_raw_response.create(model="m", messages=history, tools=[PLACE])
+
+    assert raw.parse().choices[0].message.content == answer
+    assert len(upstream.bodies) == upstream_requests
+    if upstream_requests:
+        assert {"tools", "tool_choice", "parallel_tool_calls"}.isdisjoint(upstream.bodies[0])
+    run = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
+    assert (run["stop_reason"], run["rounds_used"], run["max_rounds"]) == ("round_cap", 2, 2)
+
+
+def test_a_required_tool_not_yet_run_brings_a_hidden_reminder(app, client, upstream):
+    put_agent(client, provider="upstream", client_tools={"get_layout": {"require_usage": True}})
+    upstream.replies = [(200, completion("Done already.")), (200, completion(calls=[("l", "get_layout", {})]))]
+    with proxy_client(app, "canvas") as sdk:
+        answer = sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE, GET_LAYOUT])
+
+    assert answer.choices[0].message.tool_calls[0].function.name == "get_layout"
+    assert upstream.bodies[1]["messages"][-2:] == [
+        {"role": "assistant", "content": "Done already."},
+        {
+            "role": "system",
+            "content": "Reminder: The following tools should be used based on the instructions, but were not used: "
+            "get_layout. Please make sure to use them in your next response.",
+        },
+    ]
+
+
+def test_usage_counts_every_upstream_request_of_the_answer(app, client, upstream):
+    put_agent(client, provider="upstream")
+    two = [("a", "place_components", {"component": "hero"}), ("b", "place_components", {"component": "text"})]
+    upstream.replies = [(200, completion(calls=two, usage=(10, 5, 15))), (200, completion("Ok.", usage=(20, 2, 22)))]
+    with proxy_client(app, "canvas") as sdk:
+        answer = sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
+
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.usage.total_tokens) == (30, 7, 37)
+
+
+# --- Streaming ---------------------------------------------------------------------------------------------------
+
+
+def test_a_streamed_answer_is_the_gated_one_read_through_the_sdks_iterator(app, client, upstream):
+    put_agent(client, provider="upstream")
+    two = [("a", "place_components", {"component": "hero"}), ("b", "place_components", {"component": "text"})]
+    upstream.replies = [
+        (200, completion(calls=two, usage=(10, 5, 15))),
+        (
+            200,
+            completion("One at a time.", calls=[("c", "place_components", {"component": "hero"})], usage=(20, 2, 22)),
+        ),
+    ]
+    with proxy_client(app, "canvas") as sdk:
+        stream = sdk.chat.completions.create(
+            model="m", messages=[USER], tools=[PLACE], stream=True, stream_options={"include_usage": True}
+        )
+        chunks = list(stream)
+
+    deltas = [chunk.choices[0].delta for chunk in chunks if chunk.choices]
+    calls = [call for delta in deltas for call in delta.tool_calls or []]
+    assert [(call.index, call.id, call.function.name, call.function.arguments) for call in calls] == [
+        (0, "c", "place_components", placement("hero"))
+    ]
+    assert "".join(delta.content or "" for delta in deltas) == "One at a time."
+    assert {chunk.object for chunk in chunks} == {"chat.completion.chunk"}
+    assert [chunk.choices[0].finish_reason for chunk in chunks if chunk.choices][-1] == "tool_calls"
+    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens == 37
+    assert "stream" not in upstream.bodies[0] and "stream_options" not in upstream.bodies[0]
+
+
+def test_a_streamed_text_answer_ends_with_done(app, client):
+    put_agent(client, script=[{"content": "Nothing to place."}])
+    with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
+        response = http.post(
+            "/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": [USER], "stream": True}
+        )
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [line.removeprefix("data: ") for line in response.text.split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    text = "".join(json.loads(event)["choices"][0]["delta"].get("content") or "" for event in events[:-1])
+    assert text == "Nothing to place."
+
+
+# --- Errors, in OpenAI's shape ---------------------------------------------------------------------------------
+
+
+def test_an_upstream_500_reaches_the_client_as_a_500_in_openais_shape_and_the_run_says_so(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [
+        (500, {"error": {"message": "The engine is overloaded.", "type": "server_error", "code": None}})
+    ]
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.InternalServerError) as raised:
+        sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
+
+    error = raised.value
+    assert error.status_code == 500
+    assert error.body == {"message": "The engine is overloaded.", "type": "server_error", "code": None}
+    run = client.get(f"/api/runs/{error.response.headers['X-Toolgate-Run']}").json
+    assert run["stop_reason"] == "error" and run["error"] == "The engine is overloaded."
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "message"),
+    [
+        ({"model": "m"}, "messages", "messages: is required"),
+        ({"model": "m", "messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role", "must be one of"),
+        (
+            {"model": "m", "messages": [USER], "tools": [{"type": "function", "function": {"name": "a b"}}]},
+            "tools[0].function.name",
+            "letters, digits",
+        ),
+        (
+            {
+                "model": "m",
+                "messages": [USER],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": 5}}}],
+            },
+            "tools[0].function.parameters",
+            "is not a valid JSON Schema",
+        ),
+        ({"model": "m", "messages": [USER], "n": 2}, "n", "one choice"),
+    ],
+)
+def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body, param, message):
+    put_agent(client, script=[{"content": "Hi"}])
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.BadRequestError) as raised:
+        sdk.post("/chat/completions", body=body, cast_to=object)
+    assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
+    assert message in raised.value.body["message"]
+    assert client.get("/api/runs").json["total"] == 0
+
+
+def test_a_body_that_is_not_json_and_an_unknown_agent_are_answered_in_openais_shape(app, client):
+    with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
+        not_json = http.post("/proxy/canvas/v1/chat/completions", content=b"{oops")
+        unknown = http.post("/proxy/nobody/v1/chat/completions", json={"model": "m", "messages": [USER]})
+        elsewhere = http.get("/proxy/canvas/v1/embeddings")
+    assert not_json.status_code == 400 and set(not_json.json()["error"]) == {"message", "type", "param", "code"}
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "agent_not_found"
+    assert elsewhere.status_code == 404 and "message" in elsewhere.json()["error"]
+
+
+def test_models_lists_the_model_the_agent_answers_with(app, client):
+    put_agent(client, model="gpt-4o-mini", script=[])
+    with proxy_client(app, "canvas") as sdk:
+        assert [model.id for model in sdk.models.list()] == ["gpt-4o-mini"]

@@ -1,0 +1,184 @@
+"""engine.proxy and its parts, without HTTP: what a client body may hold, what its conversation counts, how an
+upstream answer is turned into what the client gets, how a conversation is recognised when it comes back, and the
+streamed form of an answer."""
+
+import json
+
+import pytest
+
+from engine.config import ValidationError, load_agent
+from engine.proxy import answer_request
+from engine.proxy_request import current_turn, read_request
+from engine.proxy_runs import conversation_key
+from engine.proxy_stream import completion_chunks, server_sent_events
+
+USER = {"role": "user", "content": "Go."}
+NOTE = {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}
+
+
+def assistant(*calls, content=""):
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            for call_id, name, arguments in calls
+        ],
+    }
+
+
+def tool(call_id, content="ok"):
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+class Upstream:
+    """Answers each request with the next of `answers` (assistant messages); keeps the bodies."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.bodies = []
+
+    def __call__(self, body):
+        self.bodies.append(body)
+        message = self.answers[len(self.bodies) - 1]
+        return {"id": "u", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"message": message}]}
+
+
+def exchange(agent_fields, messages, *answers, tools=(NOTE,)):
+    config, _ = load_agent({"id": "a", "label": "A", **agent_fields})
+    upstream = Upstream(*answers)
+    result = answer_request(config, read_request({"model": "m", "messages": messages, "tools": list(tools)}), upstream)
+    return result, upstream.bodies
+
+
+# --- The client's body ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ([], "body"),
+        ({"messages": []}, "messages"),
+        ({"messages": ["hi"]}, "messages[0]"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].tool_call_id"),
+        ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "tool_calls": []}]}, "messages[0].tool_calls"),
+        (
+            {"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]},
+            "messages[0].tool_calls[0].id",
+        ),
+        ({"messages": [USER], "tools": {"note": {}}}, "tools"),
+        ({"messages": [USER], "tools": [{"type": "web_search"}]}, "tools[0]"),
+        ({"messages": [USER], "tools": [NOTE, NOTE]}, "tools"),
+        ({"messages": [USER], "functions": []}, "functions"),
+        ({"messages": [USER], "stream": "yes"}, "stream"),
+        ({"messages": [USER], "model": 4}, "model"),
+    ],
+)
+def test_a_body_the_proxy_cannot_forward_or_gate_is_refused_naming_the_field(body, field):
+    with pytest.raises(ValidationError) as raised:
+        read_request(body)
+    assert raised.value.field == field
+
+
+def test_the_turn_counts_from_the_last_user_message_and_only_answered_calls_ran():
+    messages = [
+        USER,
+        assistant(("old", "note", {"n": 1})),
+        tool("old"),
+        {"role": "user", "content": [{"type": "text", "text": "Again, "}, {"type": "text", "text": "please."}]},
+        assistant(("a", "note", {"n": 1}), ("b", "note", {"n": 2})),
+        tool("a"),
+        tool("b"),
+        assistant(("c", "note", {"n": 1})),
+    ]
+    turn = current_turn(messages)
+    assert turn.rounds_used == 2
+    assert turn.calls_so_far == {"note": 2}  # "c" has no tool message yet
+    assert sum(turn.identical_so_far.values()) == 2 and len(turn.identical_so_far) == 2
+    assert turn.message == "Again, please."
+
+
+# --- What the client gets -----------------------------------------------------------------------------------------
+
+
+def test_max_rounds_zero_sends_no_tools_and_the_answer_is_the_clients():
+    result, bodies = exchange({"max_rounds": 0}, [USER], {"role": "assistant", "content": "Plain."})
+    assert "tools" not in bodies[0] and result.stop_reason == "answered"
+    assert result.completion["choices"][0]["message"]["content"] == "Plain."
+
+
+def test_calls_on_a_request_without_tools_never_reach_the_client():
+    history = [USER, assistant(("c1", "note", {})), tool("c1")]
+    result, _ = exchange({"max_rounds": 1}, history, assistant(("x", "note", {}), content="Here."))
+    message = result.completion["choices"][0]["message"]
+    assert message == {"role": "assistant", "content": "Here."} and result.stop_reason == "tools_disabled"
+    assert [call.reason for call in result.rounds[0].calls] == ["tools_disabled"]
+
+
+def test_missing_repeated_and_reused_ids_reach_the_client_unique():
+    history = [USER, assistant(("c1", "note", {})), tool("c1")]
+    result, _ = exchange(
+        {}, history, assistant(("c1", "note", {"n": 1}), ("", "note", {"n": 2}), ("d", "note", {"n": 3}))
+    )
+    ids = [call["id"] for call in result.completion["choices"][0]["message"]["tool_calls"]]
+    assert len(set(ids)) == 3 and "c1" not in ids and "" not in ids and ids[2] == "d"
+
+
+def test_a_call_limit_counts_the_calls_the_client_already_ran():
+    history = [USER, assistant(("c1", "note", {})), tool("c1")]
+    result, bodies = exchange(
+        {"client_tools": {"note": {"max_calls_per_run": 1}}},
+        history,
+        assistant(("c2", "note", {})),
+        {"role": "assistant", "content": "Fine, no more notes."},
+    )
+    assert bodies[1]["messages"][-1] == tool("c2", "Error: note may be called at most 1 times per run.")
+    assert result.completion["choices"][0]["message"]["content"] == "Fine, no more notes."
+
+
+# --- Recognising a conversation when it comes back -----------------------------------------------------------------
+
+
+def test_a_conversation_is_recognised_whatever_the_client_library_made_of_it():
+    ours = [
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": assistant(("a", "note", {"n": 1}))["tool_calls"]},
+    ]
+    theirs = [
+        {"role": "user", "content": [{"type": "text", "text": "Go."}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "refusal": None,
+            "tool_calls": [{"id": "a", "type": "function", "function": {"name": "note", "arguments": '{ "n" : 1 }'}}],
+        },
+    ]
+    assert conversation_key(ours) == conversation_key(theirs)
+    assert conversation_key([*ours, tool("a", "1")]) != conversation_key([*ours, tool("a", "2")])
+
+
+# --- Streamed -------------------------------------------------------------------------------------------------------
+
+
+def test_a_streamed_answer_is_its_role_text_calls_finish_and_usage_then_done():
+    message = assistant(("a", "note", {"n": 1}), content="Noting.")
+    completion = {
+        "id": "c",
+        "created": 3,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+    }
+    chunks = completion_chunks(completion, include_usage=True)
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks[:-1]]
+    assert deltas == [
+        {"role": "assistant", "content": ""},
+        {"content": "Noting."},
+        {"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": message["tool_calls"][0]["function"]}]},
+        {},
+    ]
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 3
+    events = list(server_sent_events(completion))
+    assert events[-1] == b"data: [DONE]\n\n" and len(events) == 5

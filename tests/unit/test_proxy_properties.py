@@ -1,0 +1,159 @@
+"""Properties of the policy proxy (engine.proxy), for random agents and random upstream answers played over a whole
+conversation by a client that runs every call it gets: every response the client receives passes the gate, every
+transcript sent upstream answers each call id exactly once, and the upstream is asked at most once more than the
+rounds the client's conversation has left."""
+
+import json
+from collections import Counter
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.client_tools import proxy_view
+from engine.config import load_agent
+from engine.gate import review_calls
+from engine.proxy import answer_request
+from engine.proxy_request import current_turn, read_request
+from engine.types import ToolCall
+
+SCHEMAS = {
+    "place": {
+        "type": "object",
+        "properties": {"component": {"type": "string"}, "region": {"type": "string"}},
+        "required": ["component"],
+    },
+    "read": {"type": "object", "properties": {"doc": {"type": "string"}}},
+    "note": None,  # declared without parameters
+}
+TOOLS = [
+    {"type": "function", "function": {"name": name, **({"parameters": schema} if schema else {})}}
+    for name, schema in SCHEMAS.items()
+]
+REGION_RULES = [
+    None,
+    {"action": "only_allow", "values": ["header", "content"]},
+    {"action": "force_value", "values": ["footer"], "hide": True},
+]
+
+tool_settings = st.fixed_dictionaries(
+    {
+        "restrict_multiple_calls": st.booleans(),
+        "max_calls_per_run": st.integers(0, 3),
+        "max_identical_calls": st.integers(0, 2),
+        "require_usage": st.booleans(),
+    }
+)
+
+
+@st.composite
+def agents(draw):
+    client_tools = {}
+    for name in draw(st.lists(st.sampled_from(list(SCHEMAS)), unique=True)):
+        settings_ = draw(tool_settings)
+        rule = draw(st.sampled_from(REGION_RULES)) if name == "place" else None
+        if rule:
+            settings_["argument_rules"] = {"region": rule}
+        client_tools[name] = settings_
+    return {
+        "id": "proxied",
+        "label": "Proxied",
+        "max_rounds": draw(st.integers(0, 4)),
+        "on_round_cap": draw(st.sampled_from(["final_answer", "message"])),
+        "client_tools": client_tools,
+    }
+
+
+arguments = st.one_of(
+    st.fixed_dictionaries(
+        {"component": st.sampled_from(["hero", "text"])}, optional={"region": st.sampled_from(["header", "footer"])}
+    ),
+    st.fixed_dictionaries({"doc": st.sampled_from(["a", "b"])}),
+    st.just({}),
+    st.just("{not json"),
+)
+calls = st.lists(
+    st.tuples(st.sampled_from(["", "c1", "c2", "c3"]), st.sampled_from([*SCHEMAS, "unknown"]), arguments),
+    min_size=1,
+    max_size=3,
+)
+answers = st.lists(st.one_of(st.just("text"), calls), min_size=1, max_size=8)
+
+
+class RecordingUpstream:
+    """Answers the proxy's requests in turn from a list, whatever they say, as a model might; keeps every body."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.bodies = []
+
+    def __call__(self, body):
+        self.bodies.append(json.loads(json.dumps(body)))
+        answer = self.answers[len(self.bodies) - 1] if len(self.bodies) <= len(self.answers) else "text"
+        message = {"role": "assistant", "content": "Done." if answer == "text" else None}
+        if answer != "text":
+            message["tool_calls"] = [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": value if isinstance(value, str) else json.dumps(value)},
+                }
+                for call_id, name, value in answer
+            ]
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": message}],
+        }
+
+
+def assert_every_call_id_answered_once(messages):
+    calls = [
+        call["id"] for message in messages if message["role"] == "assistant" for call in message.get("tool_calls") or []
+    ]
+    answered = Counter(message["tool_call_id"] for message in messages if message["role"] == "tool")
+    assert len(calls) == len(set(calls)), calls
+    assert answered == Counter(calls), (calls, answered)
+
+
+def assert_passes_the_gate(config, request, message):
+    """The calls the client got, reviewed again against what its conversation says ran: all allowed, each already
+    carrying the values the agent forces."""
+    gate_config, registry = proxy_view(config, request.declared)
+    turn = current_turn(request.messages)
+    calls = [
+        ToolCall(call["id"], call["function"]["name"], call["function"]["arguments"])
+        for call in message.get("tool_calls") or []
+    ]
+    review = review_calls(calls, gate_config, registry, turn.calls_so_far, identical_so_far=turn.identical_so_far)
+    assert all(verdict.allowed for verdict in review.verdicts), [verdict.reason for verdict in review.verdicts]
+    for call, verdict in zip(calls, review.verdicts, strict=True):
+        assert call.parsed_arguments()[0] == verdict.arguments
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(agent=agents(), upstream_answers=answers)
+def test_the_client_only_gets_gated_calls_and_upstream_gets_every_id_answered_once(agent, upstream_answers):
+    config, _ = load_agent(agent)
+    upstream = RecordingUpstream(upstream_answers)
+    messages = [{"role": "user", "content": "Build it."}]
+    for _request_number in range(4):
+        request = read_request({"model": "m", "messages": messages, "tools": TOOLS})
+        asked_before = len(upstream.bodies)
+        exchange = answer_request(config, request, upstream)
+        rounds_left = max(0, config.max_rounds - current_turn(request.messages).rounds_used)
+        assert len(upstream.bodies) - asked_before <= rounds_left + 1
+        for body in upstream.bodies[asked_before:]:
+            assert_every_call_id_answered_once(body["messages"])
+            if config.max_rounds == 0:
+                assert {"tools", "tool_choice", "parallel_tool_calls"}.isdisjoint(body)
+        message = exchange.completion["choices"][0]["message"]
+        assert_passes_the_gate(config, request, message)
+        if not message.get("tool_calls"):
+            break
+        messages += [
+            message,
+            *({"role": "tool", "tool_call_id": call["id"], "content": "ok"} for call in message["tool_calls"]),
+        ]
+    assert_every_call_id_answered_once(messages)
