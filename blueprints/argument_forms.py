@@ -75,11 +75,23 @@ def parse_values(text, schema):
     return values
 
 
+def _reads_as_itself(value):
+    """Whether parse_values reads the string back as it is, unquoted: when it is no JSON."""
+    try:
+        json.loads(value)
+    except ValueError:
+        return value == value.strip() and "\n" not in value
+    return False
+
+
 def values_text(values, schema):
     """The values as the textarea shows them, one per line: the inverse of parse_values."""
     text = _is_text(schema)
     return "\n".join(
-        value if text and isinstance(value, str) else json.dumps(value, ensure_ascii=False) for value in values
+        value
+        if isinstance(value, str) and (text or _reads_as_itself(value))
+        else json.dumps(value, ensure_ascii=False)
+        for value in values
     )
 
 
