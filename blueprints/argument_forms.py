@@ -88,9 +88,7 @@ def values_text(values, schema):
     """The values as the textarea shows them, one per line: the inverse of parse_values."""
     text = _is_text(schema)
     return "\n".join(
-        value
-        if isinstance(value, str) and (text or _reads_as_itself(value))
-        else json.dumps(value, ensure_ascii=False)
+        value if isinstance(value, str) and (text or _reads_as_itself(value)) else json.dumps(value, ensure_ascii=False)
         for value in values
     )
 

@@ -227,6 +227,9 @@ def run_again(run_id):
     form = DeleteForm()
     if not form.validate_on_submit():
         abort(400)
+    if previous.get("source") == "proxy":
+        flash("A proxied run cannot be run again here: its client ran its tool calls.", "error")
+        return redirect(url_for("runs.show_run", run_id=run_id), 303)
     try:
         run = run_execution.repeat_and_store_run(db, run_id, **run_options())
     except NotFound:

@@ -46,6 +46,8 @@ IDENTIFIER = re.compile(r"(?=\S*\d)[\w\-.:]{8,}", re.ASCII)
 def replay_refusal(run):
     """Why the scripted model could not replay this run, or None when it can."""
     reason = run.get("stop_reason")
+    if run.get("source") == "proxy":
+        return "it came through the policy proxy: its tool calls ran on the client, which a replay cannot run"
     if reason in REPLAYABLE_STOP_REASONS:
         return None
     if reason == "error":

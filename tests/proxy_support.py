@@ -87,15 +87,14 @@ class FakeUpstream:
         return [data]
 
 
-def add_upstream(app, base_url, provider_id="upstream"):
-    """A provider connection to an upstream served at `base_url`, its key in the app's MODEL_ENVIRON."""
-    app.config["MODEL_ENVIRON"] = {UPSTREAM_KEY: "sk-upstream"}
+def add_upstream(app, base_url, provider_id="upstream", **fields):
+    """A provider connection to an upstream served at `base_url` (no retries unless `fields` say), its key in the
+    app's MODEL_ENVIRON."""
+    app.config["MODEL_ENVIRON"] = {UPSTREAM_KEY: "sk-upstream-key"}
+    connection = {"id": provider_id, "label": "Upstream", "base_url": f"{base_url}/v1", "api_key_env": UPSTREAM_KEY}
     db = open_db(app.config["DATABASE"])
     try:
-        provider_store.create_provider(
-            db,
-            {"id": provider_id, "label": "Upstream", "base_url": f"{base_url}/v1", "api_key_env": UPSTREAM_KEY},
-        )
+        provider_store.create_provider(db, {**connection, "max_retries": 0, **fields})
     finally:
         db.close()
 

@@ -101,6 +101,10 @@ def test_three_requests_of_one_conversation_are_one_run_with_the_clients_results
     assert (run["tool_calls"], run["rejected_calls"], run["rounds_used"]) == (2, 2, 2)
     page = client.get(f"/runs/{run_ids[0]}").get_data(as_text=True)
     assert page.count("Run by the client") == 2
+    assert "cannot be saved as a regression case: it came through the policy proxy" in page
+    assert "Run again</button>" not in page
+    assert client.post(f"/runs/{run_ids[0]}/again").status_code == 303
+    assert client.get("/api/runs").json["total"] == 1
     listed = client.get("/api/runs?source=proxy").json
     assert [summary["id"] for summary in listed["runs"]] == [int(run_ids[0])]
     assert client.get("/api/runs?source=api").json["runs"] == []
@@ -128,7 +132,7 @@ def test_a_new_user_message_starts_the_next_run_of_the_conversation(app, client)
 def upstream(app):
     fake = FakeUpstream()
     with serving(fake) as url:
-        add_upstream(app, url)
+        add_upstream(app, url, headers={"X-Team": "canvas"}, extra_body={"top_k": 20})
         yield fake
 
 
@@ -166,18 +170,24 @@ def test_tools_go_upstream_with_the_agents_overrides_and_forced_values_come_back
         "argument_rules": {"region": {"action": "force_value", "values": ["footer"], "hide": True}},
         "argument_descriptions": {"component": "hero or text"},
     }
-    put_agent(client, provider="upstream", model="agent-model", client_tools={"place_components": settings})
+    put_agent(
+        client, provider="upstream", model="agent-model", temperature=0.1, client_tools={"place_components": settings}
+    )
     upstream.replies = [(200, completion(calls=[("a", "place_components", {"component": "hero"})]))]
     with proxy_client(app, "canvas") as sdk:
-        answer = sdk.chat.completions.create(model="client-model", messages=[USER], tools=[PLACE], temperature=0.3)
+        answer = sdk.chat.completions.create(
+            model="client-model", messages=[USER], tools=[PLACE], temperature=0.3, top_p=0.5, tool_choice="required"
+        )
 
     body = upstream.bodies[0]
-    assert body["model"] == "agent-model" and body["temperature"] == 0.3
+    assert body["model"] == "agent-model" and body["temperature"] == 0.1  # the agent's, where it sets one
+    assert body["top_p"] == 0.5 and body["tool_choice"] == "required"  # the client's, where the agent sets none
+    assert body["top_k"] == 20 and upstream.requests[0]["headers"]["x_team"] == "canvas"
     function = body["tools"][0]["function"]
     assert function["description"] == "Place ONE component."
     assert set(function["parameters"]["properties"]) == {"component", "below_uuid"}
     assert function["parameters"]["properties"]["component"]["description"] == "hero or text"
-    assert upstream.requests[0]["headers"]["authorization"] == "Bearer sk-upstream"
+    assert upstream.requests[0]["headers"]["authorization"] == "Bearer sk-upstream-key"
     call = answer.choices[0].message.tool_calls[0]
     assert json.loads(call.function.arguments) == {"component": "hero", "region": "footer"}
 
@@ -290,10 +300,22 @@ def test_an_upstream_500_reaches_the_client_as_a_500_in_openais_shape_and_the_ru
         sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
 
     error = raised.value
-    assert error.status_code == 500
-    assert error.body == {"message": "The engine is overloaded.", "type": "server_error", "code": None}
+    assert error.status_code == 500 and set(error.body) == {"message", "type", "code"}
+    assert error.body["message"] == "The model endpoint answered HTTP 500: The engine is overloaded."
     run = client.get(f"/api/runs/{error.response.headers['X-Toolgate-Run']}").json
-    assert run["stop_reason"] == "error" and run["error"] == "The engine is overloaded."
+    assert run["stop_reason"] == "error" and run["error"] == error.body["message"]
+    assert run["model_requests"] == 1 and run["rounds"] == []
+
+
+def test_an_upstream_401_that_echoes_the_key_reaches_the_client_with_the_key_redacted(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [
+        (401, {"error": {"message": "Incorrect API key provided: sk-upstream-key.", "code": "invalid"}})
+    ]
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.AuthenticationError) as raised:
+        sdk.chat.completions.create(model="m", messages=[USER])
+    assert raised.value.status_code == 401
+    assert "sk-upstream-key" not in raised.value.response.text and "[redacted]" in raised.value.body["message"]
 
 
 @pytest.mark.parametrize(
