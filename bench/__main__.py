@@ -1,6 +1,6 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, engine_loop, gate_scaling, history, import_time, web
+from . import concurrency, engine_loop, gate_scaling, history, import_time, proxy, web
 
 for report in (
     engine_loop.report,
@@ -9,6 +9,7 @@ for report in (
     web.report,
     concurrency.report,
     history.report,
+    proxy.report,
 ):
     report()
     print()

@@ -187,7 +187,7 @@ class _Exchange:
                 number=number,
                 tools_offered=tuple(tool.name for tool in self.request.declared) if offer else None,
                 response=response,
-                tools_sent=tuple(copy.deepcopy(tools)) if tools else None,
+                tools_sent=tuple(tools) if tools else None,  # built for this request, never changed
                 latency_ms=(time.perf_counter() - started) * 1000,
             )
             if not response.tool_calls:
@@ -253,14 +253,21 @@ class _Exchange:
     def client_completion(self, completion, verdicts=()):
         """The upstream's answer as the client gets it: each call with its repaired id and, where the gate forced
         values, the arguments it must run with."""
-        completion = copy.deepcopy(completion)
-        completion["choices"] = completion["choices"][:1]
-        message = completion["choices"][0]["message"]
-        for data, verdict in zip(message.get("tool_calls") or [], verdicts, strict=True):
-            data["id"] = verdict.call.id
-            if verdict.forced_arguments:
-                data["function"]["arguments"] = json.dumps(verdict.arguments, ensure_ascii=False)
-        return completion
+        choice = completion["choices"][0]
+        message = dict(choice["message"])
+        if verdicts:
+            message["tool_calls"] = [
+                self.call_as_run(data, verdict) for data, verdict in zip(message["tool_calls"], verdicts, strict=True)
+            ]
+        return {**completion, "choices": [{**choice, "message": message}]}
+
+    @staticmethod
+    def call_as_run(data, verdict):
+        """A tool call as the client gets it: its repaired id, and the arguments with the forced values put in."""
+        function = data["function"]
+        if verdict.forced_arguments:
+            function = {**function, "arguments": json.dumps(verdict.arguments, ensure_ascii=False)}
+        return {**data, "id": verdict.call.id, "function": function}
 
     def own_completion(self, answer, completion=None):
         """An answer the proxy gives itself (the cap message, or the text of tool calls it could not offer), in the

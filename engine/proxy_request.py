@@ -6,6 +6,7 @@ calls are counted from the messages the client sends, from its last user message
 turn, as each starts a run of the loop). A call counts as run when a tool message answers its id.
 """
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -124,13 +125,27 @@ def _declared_tool(tool, where):
     parameters = function.get("parameters", ANY_OBJECT)
     if not isinstance(parameters, dict):
         raise ValidationError({f"{where}.function.parameters": "must be a JSON Schema object"})
+    return client_tool(name, description, _checked_schema(parameters, f"{where}.function.parameters"))
+
+
+_checked_schemas = {}  # the schema as JSON -> the schema: clients send the same ones with every request
+SCHEMAS_KEPT = 512
+
+
+def _checked_schema(parameters, where):
+    """The client's schema once it is known to be valid JSON Schema: the same object for the same schema, so the
+    gate builds its validator once, not on every request."""
+    key = json.dumps(parameters, sort_keys=True)
+    known = _checked_schemas.get(key)
+    if known is not None:
+        return known
     try:
         Draft202012Validator.check_schema(parameters)
     except SchemaError as error:
-        raise ValidationError(
-            {f"{where}.function.parameters": f"is not a valid JSON Schema: {error.message}"}
-        ) from None
-    return client_tool(name, description, parameters)
+        raise ValidationError({where: f"is not a valid JSON Schema: {error.message}"}) from None
+    if len(_checked_schemas) >= SCHEMAS_KEPT:
+        _checked_schemas.clear()
+    return _checked_schemas.setdefault(key, parameters)
 
 
 def text_of(content):

@@ -8,13 +8,14 @@ or stored. No Flask here.
 
 import time
 
-from engine.config import load_agent
+from engine.config import SCRIPTED_PROVIDER, load_agent
 from engine.proxy import answer_request
 from engine.proxy_request import read_request
 from engine.proxy_runs import continuation_point, continued_run, new_run, restored_history, starts_a_turn
 from engine.proxy_upstream import upstream_for_agent
 from engine.tools import default_registry
 
+from . import NotFound
 from . import agents as agent_store
 from . import providers as provider_store
 from . import runs as run_store
@@ -31,7 +32,7 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
     point = continuation_point(request.messages)
     stored = run_store.proxied_run_with_conversation(db, agent_id, point[0]) if point else None
     history = restored_history(stored, request.messages, point[1]) if stored else None
-    providers = {provider["id"]: provider for provider in provider_store.list_providers(db)}
+    providers = _connection_of(db, config.provider)
     started = time.perf_counter()
     ask = upstream_for_agent(config, request.model, providers, environ, transport)
     exchange = answer_request(config, request, ask, history)
@@ -43,3 +44,14 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
             return exchange, saved
     continues = stored["id"] if stored is not None else None
     return exchange, run_store.save_run(db, new_run(merged, exchange, request, duration_ms, continues))
+
+
+def _connection_of(db, provider_id):
+    """{id: connection} of the one connection the agent names; empty for the scripted model, or when the
+    connection is gone (the upstream then says so)."""
+    if provider_id == SCRIPTED_PROVIDER:
+        return {}
+    try:
+        return {provider_id: provider_store.get_provider(db, provider_id)}
+    except NotFound:
+        return {}

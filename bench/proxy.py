@@ -1,0 +1,159 @@
+"""The policy proxy's added latency per request: an `openai` SDK client asks an upstream that answers at once, once
+directly and once through /proxy/<agent id>/v1 of the app served as `make run` serves it (waitress, in a process
+of its own), one request after the other in alternation, in the same run. What the proxy adds is its part: the
+request read and checked, the agent's policy applied to the answer, the run stored in SQLite, the second hop.
+
+`python -m bench.proxy [--requests N]`. Target: at most 2 ms more, at the median and at the 95th percentile."""
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+
+import openai
+from werkzeug.serving import make_server
+
+from app import create_app
+from store import agents as agent_store
+from store import providers as provider_store
+from store.db import open_db
+from tests.live_http import WAITRESS, AppProcess, QuietRequestHandler
+
+from .concurrency import percentile
+
+REQUESTS = 400
+WARM_UP = 40
+TARGET_MS = 2.0
+KEY_VARIABLE = "BENCH_UPSTREAM_API_KEY"
+AGENT_ID = "bench_proxy"
+PLACE = {
+    "type": "function",
+    "function": {
+        "name": "place_components",
+        "description": "Place one component on the canvas.",
+        "parameters": {
+            "type": "object",
+            "properties": {"component": {"type": "string"}, "region": {"type": "string"}},
+            "required": ["component"],
+        },
+    },
+}
+MESSAGES = [
+    {"role": "system", "content": "You build landing pages."},
+    {"role": "user", "content": "Place a hero."},
+]
+ANSWER = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "bench-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "place_components", "arguments": '{"component": "hero"}'},
+                        }
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
+    }
+).encode()
+
+
+def instant_upstream(environ, start_response):
+    """An OpenAI-compatible server that answers every request at once with one compliant tool call."""
+    environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(ANSWER)))])
+    return [ANSWER]
+
+
+class KeepAliveHandler(QuietRequestHandler):
+    protocol_version = "HTTP/1.1"  # as model servers speak: the clients keep their connections from call to call
+
+
+@contextmanager
+def serving_upstream():
+    server = make_server("127.0.0.1", 0, instant_upstream, threaded=True, request_handler=KeepAliveHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+        server.server_close()
+
+
+def _prepare(folder, upstream_url):
+    """The database the served app uses: a connection to the upstream and an agent with client tool settings, so
+    every answer goes through the gate (the restriction, a forced value) before it is passed on."""
+    database = f"{folder}/bench.db"
+    create_app({"DATABASE": database, "SECRET_KEY": "bench"}, instance_path=folder)
+    db = open_db(database)
+    try:
+        connection = {"id": "upstream", "label": "Upstream", "base_url": f"{upstream_url}/v1"}
+        provider_store.create_provider(db, {**connection, "api_key_env": KEY_VARIABLE, "max_retries": 0})
+        rules = {"region": {"action": "force_value", "values": ["content"], "hide": True}}
+        agent = {
+            "id": AGENT_ID,
+            "label": "Benchmark: proxied canvas",
+            "provider": "upstream",
+            "client_tools": {"place_components": {"restrict_multiple_calls": True, "argument_rules": rules}},
+        }
+        agent_store.save_agent(db, agent, known_tools=None)
+    finally:
+        db.close()
+    return database
+
+
+def _timed(client):
+    started = time.perf_counter()
+    completion = client.chat.completions.create(model="bench-model", messages=MESSAGES, tools=[PLACE])
+    elapsed = time.perf_counter() - started
+    assert completion.choices[0].message.tool_calls, completion
+    return elapsed
+
+
+def report(requests=REQUESTS):
+    with tempfile.TemporaryDirectory() as folder, serving_upstream() as upstream_url:
+        database = _prepare(folder, upstream_url)
+        server = AppProcess(WAITRESS, database, f"{folder}/server.log", **{KEY_VARIABLE: "sk-bench-upstream"})
+        try:
+            base_url = server.ready()
+            direct = openai.OpenAI(base_url=f"{upstream_url}/v1", api_key="sk-bench-upstream", max_retries=0)
+            proxied = openai.OpenAI(base_url=f"{base_url}/proxy/{AGENT_ID}/v1", api_key="unused", max_retries=0)
+            for _ in range(WARM_UP):
+                _timed(direct), _timed(proxied)
+            samples = {"direct": [], "proxied": []}
+            for _ in range(requests):
+                samples["direct"].append(_timed(direct))
+                samples["proxied"].append(_timed(proxied))
+        finally:
+            server.stop()
+    print(f"Proxy: {requests} chat completions with a client tool, the upstream answering at once, in alternation")
+    figures = {}
+    for name, label in (("direct", "openai SDK -> upstream"), ("proxied", "openai SDK -> proxy -> upstream")):
+        figures[name] = [percentile(samples[name], fraction) * 1000 for fraction in (0.5, 0.95)]
+        print(f"  {label:34s} p50 {figures[name][0]:7.2f} ms   p95 {figures[name][1]:7.2f} ms")
+    added = [proxied - direct for proxied, direct in zip(figures["proxied"], figures["direct"], strict=True)]
+    verdict = "within" if max(added) <= TARGET_MS else "OVER"
+    figures_text = f"p50 {added[0]:+7.2f} ms   p95 {added[1]:+7.2f} ms"
+    print(f"  added by the proxy               {figures_text}   ({verdict} the {TARGET_MS:g} ms target)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=REQUESTS)
+    report(parser.parse_args().requests)
