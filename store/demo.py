@@ -250,7 +250,52 @@ CANVAS_REVIEWED = {
     ],
 }
 
-DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT, CATALOG_PAGE, CANVAS_REVIEWED)
+
+BROWSER_CANVAS = {
+    "id": "browser_canvas",
+    "label": "Browser canvas (a client tool, through the policy proxy)",
+    "description": (
+        "A page builder whose place_block tool runs in the browser, not in Toolgate: an app talks to this agent "
+        "through its policy proxy (/proxy/browser_canvas/v1) and runs the calls it gets. place_block is restricted "
+        "to one call per response, so the model's first answer, which places two blocks at once, never reaches the "
+        "app: the proxy rejects it, asks again, and passes on one placement at a time. Try it with "
+        "examples/proxy_client.py."
+    ),
+    "system_prompt": (
+        "You build landing pages in the user's browser. place_block places one block and returns its id; place the "
+        "next block below that id, so call place_block once per response and wait for its result.\n\n"
+        "This demo runs on the scripted model: its first response deliberately places two blocks at once."
+    ),
+    "provider": "scripted",
+    "max_rounds": 10,
+    "tools": {},
+    "client_tools": {
+        "place_block": {
+            "restrict_multiple_calls": True,
+            "description_override": "Place ONE block on the page and return its id. One call per response.",
+        }
+    },
+    "script": [
+        {
+            "content": "I'll place the hero and the text together.",
+            "tool_calls": [
+                {"name": "place_block", "arguments": {"block": "hero"}},
+                {"name": "place_block", "arguments": {"block": "text"}},
+            ],
+        },
+        {
+            "content": "One block per response, then: the hero first.",
+            "tool_calls": [{"id": "hero", "name": "place_block", "arguments": {"block": "hero"}}],
+        },
+        {
+            "content": "Now the text, below the hero.",
+            "tool_calls": [{"name": "place_block", "arguments": {"block": "text", "below": "{{hero}}"}}],
+        },
+        {"content": "The page has a hero with a text block below it."},
+    ],
+}
+
+DEMO_AGENTS = (CANVAS_BUILDER, CATALOG_EXPLORER, DOCS_ASSISTANT, CATALOG_PAGE, CANVAS_REVIEWED, BROWSER_CANVAS)
 
 # One regression case per demo agent: the name, and the message of the run it records. Untick "Restrict to one
 # call per response" on canvas_builder or catalog_explorer and "Check all" shows round 1's verdicts changing.
@@ -260,6 +305,8 @@ DEMO_CASES = {
     "docs_assistant": ("Every read runs: no tool is restricted", "How do refunds and shipping work?"),
     "catalog_page": ("A forbidden entity type and a repeated call are refused", "List the content types on a page."),
     "canvas_reviewed": ("The title is approved, the subtitle rejected", "Build a landing page with a hero."),
+    # Its proxied runs cannot become cases (the app ran their calls); run by Toolgate, no client tool is offered.
+    "browser_canvas": ("Toolgate never offers a client tool itself", "Build a landing page with a hero and a text."),
 }
 # The reviewer's decisions of a demo case's run, for the agents whose calls require approval: part of its input.
 DEMO_DECISIONS = {

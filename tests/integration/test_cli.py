@@ -37,7 +37,7 @@ def test_load_demo_loads_the_agents_and_the_sample_documents(runner, client, dat
     assert result.exit_code == 0, result.output
     assert "canvas_builder, catalog_explorer, docs_assistant, catalog_page, canvas_reviewed" in result.output
     ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
-    assert ids == {"canvas_builder", "catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed"}
+    assert ids == {"canvas_builder", "catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed", "browser_canvas"}
     assert database["documents"].count >= 2
     assert {"refund-policy", "shipping-times"} <= {row["id"] for row in database["documents"].rows}
 
@@ -66,7 +66,7 @@ def test_load_demo_if_empty_fills_an_empty_database_and_leaves_a_used_one_alone(
 
     assert result.exit_code == 0 and "demo not loaded" in result.output
     ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
-    assert ids == {"catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed"}
+    assert ids == {"catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed", "browser_canvas"}
 
 
 def test_import_of_json_nested_too_deeply_is_refused_and_changes_nothing(runner, client, tmp_path):
