@@ -125,12 +125,20 @@ def is_api_request():
     return request.path == "/api" or request.path.startswith("/api/")
 
 
+def is_proxy_request():
+    return request.path.startswith("/proxy/")
+
+
+def openai_error(status, message, code=None, param=None, error_type=None):
+    """An error in OpenAI's shape, which OpenAI clients read: the policy proxy's (blueprints.proxy)."""
+    error_type = error_type or ("invalid_request_error" if status < 500 else "server_error")
+    return jsonify({"error": {"message": message, "type": error_type, "param": param, "code": code}}), status
+
+
 def error_response(code, title, message):
-    """An error as the API's JSON, an htmx notice or a page; OpenAI's shape under /proxy/, for OpenAI clients
-    (blueprints.proxy)."""
-    if request.path.startswith("/proxy/"):
-        error_type = "invalid_request_error" if code < 500 else "server_error"
-        return jsonify({"error": {"message": message, "type": error_type, "param": None, "code": None}}), code
+    """An error as the API's JSON, an htmx notice or a page; in OpenAI's shape for the policy proxy."""
+    if is_proxy_request():
+        return openai_error(code, message)
     if is_api_request():
         return json_error(code, message)
     if request.headers.get("HX-Request") == "true":

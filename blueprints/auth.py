@@ -1,7 +1,8 @@
 """The login: off on a machine of one's own, on as soon as TOOLGATE_ADMIN_PASSWORD (or _HASH, a werkzeug password
 hash) is set. With it on, every page and fragment needs the session: a page request is sent to the login page, an
 htmx request gets a 401 that static/login-redirect.js turns into the same redirect, and the JSON API needs an API
-token (`Authorization: Bearer …`, see the Tokens page) instead.
+token (`Authorization: Bearer …`, see the Tokens page) instead, and so does the policy proxy, as the API key its
+OpenAI clients send.
 
 The session records an HMAC of the configured password, so changing the password ends every session.
 """
@@ -16,7 +17,7 @@ from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField
 
-from blueprints import error_response, is_api_request, json_error
+from blueprints import error_response, is_api_request, is_proxy_request, json_error, openai_error
 from store import tokens as token_store
 from store.db import get_db
 
@@ -103,6 +104,13 @@ def _api_token_is_valid():
 def require_login():
     if not login_enabled() or request.endpoint in OPEN_ENDPOINTS:
         return None
+    if is_proxy_request():  # an OpenAI client: its API key is the token
+        if _api_token_is_valid():
+            return None
+        message = "The policy proxy needs an API token as the API key (see the Tokens page)."
+        response, status = openai_error(401, message, code="invalid_api_key")
+        response.headers["WWW-Authenticate"] = 'Bearer realm="Toolgate policy proxy"'
+        return response, status
     if is_api_request():
         if _api_token_is_valid():
             return None

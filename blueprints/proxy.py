@@ -4,11 +4,13 @@ OpenAI's API gets the agent's tool policy by changing its base URL.
 `POST …/chat/completions` answers through store.proxy_execution (the agent's provider, the gate, the run
 recorded); `GET …/models` lists the model it answers with. Answers and errors are in OpenAI's shapes, not the
 JSON API's — `{"error": {"message", "type", "param", "code"}}` — since the client is an OpenAI client; every
-answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the blueprint needs no CSRF token.
+answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the blueprint needs no CSRF token. With the
+login on, the key a client sends must be an API token (blueprints.auth).
 """
 
 from flask import Blueprint, Response, jsonify, request, url_for
 
+from blueprints import openai_error
 from blueprints.runs import run_options
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy_stream import server_sent_events
@@ -18,11 +20,6 @@ from store.db import get_db
 
 bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
 RUN_HEADER = "X-Toolgate-Run"
-
-
-def openai_error(status, message, error_type="invalid_request_error", code=None, param=None):
-    """An error as OpenAI's API answers one, which OpenAI clients read."""
-    return jsonify({"error": {"message": message, "type": error_type, "param": param, "code": code}}), status
 
 
 def _unknown_agent(error):

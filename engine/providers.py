@@ -195,7 +195,7 @@ def _read_completion(completion, secret=None):
         )
     finish_reason = getattr(choice, "finish_reason", None)
     content = redact(_content_text(getattr(message, "content", None)), secret)
-    _check_text_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
+    check_answer_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
     return ModelResponse(
         content=content,
         tool_calls=tuple(calls),
@@ -228,7 +228,7 @@ def _usage(usage):
     return dict(zip(USAGE_KEYS, (prompt, completion, prompt + completion if total is None else total), strict=True))
 
 
-def _check_text_size(texts):
+def check_answer_size(texts):
     """A response too large to store and show, or holding text that is not valid Unicode, is not read."""
     try:
         size = sum(len(text.encode("utf-8")) for text in texts if isinstance(text, str))

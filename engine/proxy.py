@@ -20,7 +20,7 @@ from .call_ids import repair_call_ids
 from .client_tools import proxy_view
 from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
 from .loop import ANSWERED, AWAITING_CLIENT, CUT_OFF_STOP_REASONS, ERROR, ROUND_CAP
-from .providers import RequestSettings
+from .providers import ProviderError, RequestSettings, check_answer_size
 from .proxy_request import current_turn, text_of
 from .types import ALLOWED, REJECTED, USAGE_KEYS, CallRecord, ModelResponse, Round, ToolCall
 
@@ -118,6 +118,10 @@ def read_completion(completion):
             )
         )
     content = text_of(message.get("content")) if message.get("content") is not None else None
+    try:
+        check_answer_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
+    except ProviderError as error:
+        raise UpstreamError(502, str(error)) from None
     finish_reason = choices[0].get("finish_reason")
     response = ModelResponse(
         content=content,

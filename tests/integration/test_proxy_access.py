@@ -1,0 +1,57 @@
+"""Who may use the policy proxy: with the login on, an OpenAI client's API key must be an API token (a 401 in
+OpenAI's shape otherwise); on 127.0.0.1 without it, any key; a Host that is not ours is refused like elsewhere."""
+
+import openai
+import pytest
+from conftest import make_app
+from proxy_support import proxy_client
+
+from store import agents as agent_store
+from store import tokens as token_store
+from store.db import open_db
+
+USER = {"role": "user", "content": "Hello."}
+
+
+@pytest.fixture
+def locked_app(tmp_path):
+    return make_app(tmp_path, ADMIN_PASSWORD="a long admin password")
+
+
+def put_chat_agent(app):
+    db = open_db(app.config["DATABASE"])
+    try:
+        agent_store.save_agent(db, {"id": "chat", "label": "Chat", "script": [{"content": "Hi."}]}, known_tools=None)
+    finally:
+        db.close()
+
+
+def new_token(app):
+    db = open_db(app.config["DATABASE"])
+    try:
+        return token_store.create_token(db, {"name": "canvas app"})[1]
+    finally:
+        db.close()
+
+
+def test_with_the_login_on_an_api_token_is_the_key(locked_app):
+    put_chat_agent(locked_app)
+    token = new_token(locked_app)
+    with proxy_client(locked_app, "chat") as sdk:
+        allowed = sdk.with_options(api_key=token).chat.completions.create(model="m", messages=[USER])
+        with pytest.raises(openai.AuthenticationError) as refused:
+            sdk.with_options(api_key="tg_not-a-token").chat.completions.create(model="m", messages=[USER])
+        with pytest.raises(openai.AuthenticationError):
+            sdk.models.list()
+
+    assert allowed.choices[0].message.content == "Hi."
+    assert refused.value.status_code == 401
+    assert refused.value.body["code"] == "invalid_api_key" and "API token" in refused.value.body["message"]
+    assert refused.value.response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_request_for_another_host_is_refused_in_openais_shape(client):
+    response = client.post(
+        "/proxy/chat/v1/chat/completions", json={"model": "m", "messages": [USER]}, headers={"Host": "evil.example"}
+    )
+    assert response.status_code == 400 and "TOOLGATE_ALLOWED_HOSTS" in response.json["error"]["message"]
