@@ -105,6 +105,8 @@ def read_completion(completion):
     )
     if not isinstance(message, dict):
         raise UpstreamError(502, f"{UNREADABLE}: it has no message.")
+    if not isinstance(message.get("tool_calls") or [], list):
+        raise UpstreamError(502, f"{UNREADABLE}: its tool_calls are not a list.")
     calls = []
     for number, data in enumerate(message.get("tool_calls") or [], start=1):
         function = data.get("function") if isinstance(data, dict) else None

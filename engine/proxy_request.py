@@ -177,5 +177,5 @@ def current_turn(messages):
             arguments, error = ToolCall(data["id"], name, data["function"].get("arguments", "")).parsed_arguments()
             if error is None:
                 identical[call_key(name, arguments)] += 1
-    message = text_of(messages[last_user]["content"]) if last_user >= 0 else ""
+    message = text_of(messages[last_user].get("content")) if last_user >= 0 else ""
     return Turn(rounds, calls, identical, message)

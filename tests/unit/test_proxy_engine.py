@@ -137,6 +137,23 @@ def test_a_call_limit_counts_the_calls_the_client_already_ran():
     assert result.completion["choices"][0]["message"]["content"] == "Fine, no more notes."
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [],
+        {"choices": []},
+        {"choices": [{"message": "hi"}]},
+        {"choices": [{"message": {"role": "assistant", "tool_calls": 5}}]},
+        {"choices": [{"message": {"role": "assistant", "tool_calls": [{"function": {"arguments": "{}"}}]}}]},
+    ],
+)
+def test_an_answer_that_is_no_chat_completion_is_a_502_and_nothing_reaches_the_client(answer):
+    config, _ = load_agent({"id": "a", "label": "A"})
+    result = answer_request(config, read_request({"model": "m", "messages": [USER]}), lambda body: answer)
+    assert result.completion is None and result.stop_reason == "error"
+    assert result.error.status == 502 and result.error.message.startswith("The model's answer could not be read")
+
+
 # --- Recognising a conversation when it comes back -----------------------------------------------------------------
 
 
