@@ -12,6 +12,7 @@ exchange as a run (engine.proxy_runs).
 
 import copy
 import json
+import logging
 import time
 from dataclasses import dataclass, replace
 
@@ -23,6 +24,8 @@ from .loop import ANSWERED, AWAITING_CLIENT, CUT_OFF_STOP_REASONS, ERROR, ROUND_
 from .providers import ProviderError, RequestSettings, check_answer_size
 from .proxy_request import current_turn, text_of
 from .types import ALLOWED, REJECTED, USAGE_KEYS, CallRecord, ModelResponse, Round, ToolCall
+
+logger = logging.getLogger("toolgate")
 
 NOT_RUN = "not_run"  # allowed by the gate, not run because another call of its response was rejected
 UNREADABLE = "The model's answer could not be read"
@@ -219,10 +222,7 @@ class _Exchange:
                 identical_so_far=self.turn.identical_so_far,
             )
             if review.restricted_tools:
-                message = restriction_log_message(self.config.id, review)
-                self.log.append(
-                    {"level": "error", "kind": "policy_violation", "agent_id": self.config.id, "message": message}
-                )
+                self.write_log("policy_violation", restriction_log_message(self.config.id, review))
             if all(verdict.allowed for verdict in review.verdicts):
                 round_ = replace(round_, calls=self.records(review.verdicts))
                 return self.finish(self.client_completion(completion, review.verdicts), AWAITING_CLIENT, None, round_)
@@ -311,7 +311,15 @@ class _Exchange:
             requests=self.requests,
         )
 
+    def write_log(self, kind, message):
+        """A log entry of the run (stored with it), and the same on the `toolgate` logger."""
+        self.log.append({"level": "error", "kind": kind, "agent_id": self.config.id, "message": message})
+        logger.error(message)
+
     def failed(self, error):
+        self.write_log(
+            "provider_error", f'The agent "{self.config.id}" could not answer a proxied request: {error.message}'
+        )
         return Exchange(
             completion=None,
             error=error,
@@ -321,15 +329,7 @@ class _Exchange:
             answer=None,
             rounds_used=self.rounds_used,
             message=self.turn.message,
-            log=(
-                *self.log,
-                {
-                    "level": "error",
-                    "kind": "provider_error",
-                    "agent_id": self.config.id,
-                    "message": f'The agent "{self.config.id}" could not answer a proxied request: {error.message}',
-                },
-            ),
+            log=tuple(self.log),
             requests=self.requests,
         )
 

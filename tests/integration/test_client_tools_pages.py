@@ -66,6 +66,11 @@ def test_save_stores_the_client_tool_with_its_settings(client, actions):
     view = client.get("/agents/canvas").get_data(as_text=True)
     assert "<h2>Client tools</h2>" in view and "Error: one [tool_name] at a time." in view
     assert "http://localhost/proxy/canvas/v1" in view
+    listed = client.get("/agents").get_data(as_text=True)
+    assert re.search(
+        r'<li class="tool-tag client restricted">\s*<span class="mark"[^>]*>client</span> <code>place_components',
+        listed,
+    )
 
 
 def test_the_edit_form_shows_the_stored_client_tool_and_remove_takes_it_out_until_saved(client, actions):

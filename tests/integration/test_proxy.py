@@ -71,6 +71,9 @@ def test_a_restricted_tool_called_twice_reaches_the_client_as_one_call_after_one
     assert round_one.count("Restricted tool called more than once") == 2
     assert "All 2 calls rejected — nothing executed" in round_one
     assert "Not shown to the client" not in page.split('id="round-2-heading"')[1]
+    log = client.get("/log?agent=canvas").get_data(as_text=True)
+    assert "multiple times in one response. All 2 tool calls in the response were rejected." in log
+    assert f'href="/runs/{run_id}"' in log
 
 
 def test_three_requests_of_one_conversation_are_one_run_with_the_clients_results(app, client):
