@@ -16,6 +16,7 @@ from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy_stream import server_sent_events
 from store import NotFound, proxy_execution
 from store import agents as agent_store
+from store import providers as provider_store
 from store.db import get_db
 
 bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
@@ -52,15 +53,25 @@ def chat_completions(agent_id):
 
 @bp.get("/models")
 def models(agent_id):
-    """The model the proxy answers with: the agent's, or for a scripted agent `scripted`. An agent that names none
-    answers with the client's model, and lists none."""
+    """The model the proxy answers with: the agent's, else its connection's default (`scripted` for the scripted
+    model). With neither, it answers with the model each client asks for, and lists none."""
+    db = get_db()
     try:
-        agent = agent_store.get_agent(get_db(), agent_id)
+        agent = agent_store.get_agent(db, agent_id)
     except NotFound as error:
         return _unknown_agent(error)
-    model = agent["model"] or (SCRIPTED_PROVIDER if agent["provider"] == SCRIPTED_PROVIDER else "")
+    model = agent["model"] or _default_model(db, agent["provider"])
     data = [{"id": model, "object": "model", "created": 0, "owned_by": "toolgate"}] if model else []
     return jsonify({"object": "list", "data": data})
+
+
+def _default_model(db, provider_id):
+    if provider_id == SCRIPTED_PROVIDER:
+        return SCRIPTED_PROVIDER
+    try:
+        return provider_store.get_provider(db, provider_id)["default_model"]
+    except NotFound:
+        return ""
 
 
 @bp.app_context_processor

@@ -101,7 +101,7 @@ def _usage(completion):
 
 
 def read_completion(completion):
-    """(ModelResponse, the assistant message) of an upstream answer; UpstreamError (502) if it is not one."""
+    """The ModelResponse of an upstream answer (arguments as JSON text); UpstreamError (502) if it is not one."""
     choices = completion.get("choices") if isinstance(completion, dict) else None
     message = (
         choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
@@ -134,7 +134,7 @@ def read_completion(completion):
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=_usage(completion),
     )
-    return response, message
+    return response
 
 
 def _assistant_message(response):
@@ -189,7 +189,7 @@ class _Exchange:
             self.requests += 1
             started = time.perf_counter()
             completion = self.ask(body)
-            response, _message = read_completion(completion)
+            response = read_completion(completion)
             number = len(self.rounds) + 1
             response = replace(response, tool_calls=repair_call_ids(response.tool_calls, number, self.used_ids))
             round_ = Round(
@@ -269,11 +269,11 @@ class _Exchange:
 
     @staticmethod
     def call_as_run(data, verdict):
-        """A tool call as the client gets it: its repaired id, and the arguments with the forced values put in."""
-        function = data["function"]
-        if verdict.forced_arguments:
-            function = {**function, "arguments": json.dumps(verdict.arguments, ensure_ascii=False)}
-        return {**data, "id": verdict.call.id, "function": function}
+        """A tool call as the client gets it: its repaired id, its arguments as JSON text, the values the agent
+        forces put in."""
+        call = verdict.call
+        arguments = json.dumps(verdict.arguments, ensure_ascii=False) if verdict.forced_arguments else call.arguments
+        return {**data, "id": call.id, "function": {**data["function"], "arguments": arguments}}
 
     def own_completion(self, answer, completion=None):
         """An answer the proxy gives itself (the cap message, or the text of tool calls it could not offer), in the

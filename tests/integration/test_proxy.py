@@ -366,3 +366,21 @@ def test_models_lists_the_model_the_agent_answers_with(app, client):
     put_agent(client, model="gpt-4o-mini", script=[])
     with proxy_client(app, "canvas") as sdk:
         assert [model.id for model in sdk.models.list()] == ["gpt-4o-mini"]
+
+
+def test_models_lists_the_connections_default_when_the_agent_names_none(app, client):
+    add_upstream(app, "http://127.0.0.1:9", default_model="llama-3-8b")
+    put_agent(client, provider="upstream")
+    with proxy_client(app, "canvas") as sdk:
+        assert [model.id for model in sdk.models.list()] == ["llama-3-8b"]
+
+
+def test_arguments_an_upstream_sends_as_an_object_reach_the_client_as_json_text(app, client, upstream):
+    put_agent(client, provider="upstream")
+    call = {"id": "a", "type": "function", "function": {"name": "place_components", "arguments": {"component": "hero"}}}
+    answer = completion()
+    answer["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [call]}
+    upstream.replies = [(200, answer)]
+    with proxy_client(app, "canvas") as sdk:
+        message = sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE]).choices[0].message
+    assert message.tool_calls[0].function.arguments == placement("hero")
