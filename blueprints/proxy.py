@@ -33,7 +33,15 @@ def chat_completions(agent_id):
     if not isinstance(body, dict):
         return openai_error(400, "The body must be a JSON object: an OpenAI chat-completions request.")
     try:
-        exchange, run = proxy_execution.answer_and_record(get_db(), agent_id, body, **run_options())
+        options = run_options()
+        exchange, run = proxy_execution.answer_and_record(
+            get_db(),
+            agent_id,
+            body,
+            registry=options["registry"],
+            environ=options["environ"],
+            transport=options["transport"],
+        )
     except NotFound as error:
         return _unknown_agent(error)
     except ValidationError as error:

@@ -124,10 +124,11 @@ class CallRecord:
             "forced_arguments": dict(self.forced_arguments or {}),
             "replaced_placeholders": list(self.replaced_placeholders),
             "progress_message": self.progress_message or None,
-            "run_by": self.run_by,
         }
         if self.review is not None:  # only calls that required approval have one
             record["review"] = copy.deepcopy(self.review)
+        if self.run_by is not None:  # only the calls of a proxied run that its client ran
+            record["run_by"] = self.run_by
         return record
 
     @classmethod
@@ -184,7 +185,7 @@ class Round:
             "finish_reason": self.response.finish_reason,
             "usage": self.response.usage,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
-            "shown_to_client": self.shown_to_client,
+            **({} if self.shown_to_client is None else {"shown_to_client": self.shown_to_client}),  # proxied runs
         }
 
     @classmethod

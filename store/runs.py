@@ -32,12 +32,14 @@ SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC
 
 def _row(run):
     """The runs row of a run dict, but its id and creation time: run_format's (what step 0007 writes, which must
-    not change), the run's state, where it came from and, for a proxied run, its conversation's key."""
+    not change), the run's state, where it came from (in its column only, like run_format's columns: a null in
+    `result`) and, for a proxied run, its conversation's key."""
     conversation = run.get("conversation")
+    source = run.get("source")
     return {
-        **stored_row(run),
+        **stored_row({**run, "source": None} if isinstance(source, str) else run),
         "state": run.get("state", FINISHED),
-        "source": run.get("source"),
+        "source": source,
         "conversation_key": conversation.get("key") if isinstance(conversation, dict) else None,
     }
 
@@ -145,6 +147,8 @@ def _state(row):
 
 def _run_from_row(row):
     run = run_from_row(row)
+    if "source" in run and run["source"] is None:
+        run["source"] = row["source"]
     if "state" in run or row["state"] != FINISHED:  # a run stored before states existed reads as it was stored
         run["state"] = _state(row)
     if run.get("state", FINISHED) != FINISHED:

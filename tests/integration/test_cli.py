@@ -37,7 +37,14 @@ def test_load_demo_loads_the_agents_and_the_sample_documents(runner, client, dat
     assert result.exit_code == 0, result.output
     assert "canvas_builder, catalog_explorer, docs_assistant, catalog_page, canvas_reviewed" in result.output
     ids = {agent["id"] for agent in client.get("/api/agents").get_json()["agents"]}
-    assert ids == {"canvas_builder", "catalog_explorer", "docs_assistant", "catalog_page", "canvas_reviewed", "browser_canvas"}
+    assert ids == {
+        "canvas_builder",
+        "catalog_explorer",
+        "docs_assistant",
+        "catalog_page",
+        "canvas_reviewed",
+        "browser_canvas",
+    }
     assert database["documents"].count >= 2
     assert {"refund-policy", "shipping-times"} <= {row["id"] for row in database["documents"].rows}
 

@@ -295,7 +295,6 @@ def test_recovery_rounds_record_what_was_offered_and_decided():
         "forced_arguments": {},
         "replaced_placeholders": [],
         "progress_message": None,
-        "run_by": None,
     }
     assert rounds[2]["assistant"] == {"content": "Articles and pages.", "tool_calls": []}
 
