@@ -1,13 +1,16 @@
 """Every run records where it came from (SPEC §8 `source`): the run page, the API, the command line, the policy
 proxy; the runs list and /api/runs filter by it, through an index, with the totals the counts table keeps."""
 
+import re
+
 import pytest
 from proxy_support import PLACE
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent
+from run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 from store import runs as run_store
 
 USER = {"role": "user", "content": "Hello."}
+HTMX = {"HX-Request": "true"}
 
 
 @pytest.fixture
@@ -28,6 +31,21 @@ def test_each_path_records_its_source(client, one_run_per_source):
         assert client.get(f"/api/runs/{run_id}").json["source"] == source
     again = client.post("/runs/1/again")
     assert client.get(again.headers["Location"].replace("/runs/", "/api/runs/")).json["source"] == "page"
+
+
+def test_a_live_run_records_its_source_from_its_start_to_its_end(client, one_run_per_source):
+    fields = {**form_fields(client.get("/agents/bundles/run").get_data(as_text=True)), "live": "1"}
+    started = client.post("/agents/bundles/run", data={**fields, "message": BUNDLES_MESSAGE}, headers=HTMX)
+    run_id = int(re.search(r'<article class="run" id="run-(\d+)"', started.get_data(as_text=True)).group(1))
+    assert client.get(f"/api/runs/{run_id}").json["state"] == "running"
+    assert client.get(f"/api/runs/{run_id}").json["source"] == "page"
+    for _ in range(10):  # one step per request, as the page asks for them
+        run = client.get(f"/api/runs/{run_id}").json
+        if run["state"] != "running":
+            break
+        client.post(f"/runs/{run_id}/step", data={"after": len(run["rounds"])}, headers=HTMX)
+    assert run["state"] == "finished" and run["source"] == "page"
+    assert run_id in [run["id"] for run in client.get("/api/runs?source=page").json["runs"]]
 
 
 def test_the_runs_list_and_the_api_filter_by_source(client, one_run_per_source):
