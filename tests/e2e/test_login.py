@@ -75,6 +75,7 @@ def test_an_htmx_request_after_the_session_ended_goes_to_the_login_page_and_back
     page.goto(f"{locked_url}/login?next=/agents/new")
     log_in(page, PASSWORD)
     expect(page).to_have_url(f"{locked_url}/agents/new")
+    page.wait_for_load_state()  # htmx (a deferred script) has set up the form: typing now asks for the fragment
 
     page.context.clear_cookies()  # the session ends while the form is open
     page.get_by_label("Label", exact=True).fill("Too late")  # the machine-name fragment is asked for: a 401
