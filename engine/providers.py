@@ -17,6 +17,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlparse
@@ -278,17 +279,18 @@ def _connection_client(connection, api_key, timeout, max_retries, transport):
         from .deadline import DeadlineTransport
 
         network = transport or _network_transport(connection.get("base_url") or "")
+        http_client = httpx2.Client(transport=DeadlineTransport(network, max_retries), follow_redirects=True)
         client = openai.OpenAI(
             api_key=api_key or _no_key,
             base_url=connection.get("base_url") or None,
             timeout=timeout,
             max_retries=max_retries,
             default_headers=headers,
-            http_client=httpx2.Client(
-                transport=DeadlineTransport(network, max_retries),
-                follow_redirects=True,
-            ),
+            http_client=http_client,
         )
+        # A client replaced by an edited connection may still serve a run in flight: its pooled connections are
+        # closed once nothing holds it any more, instead of being left open for the garbage collector.
+        weakref.finalize(client, http_client.close)
         _connection_clients[connection.get("id")] = (built_from, client)
         return client
 

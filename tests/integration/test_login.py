@@ -186,7 +186,8 @@ def test_without_a_password_everything_stays_open(client):
 
 
 def test_static_files_and_the_login_page_need_no_session(visitor):
-    assert visitor.get("/static/site.css").status_code == 200
-    assert visitor.get("/static/login-redirect.js").status_code == 200
+    for path in ("/static/site.css", "/static/login-redirect.js"):
+        with visitor.get(path) as response:  # a static file stays open until its response is closed
+            assert response.status_code == 200
     login = visitor.get("/login").get_data(as_text=True)
     assert 'href="/runs"' not in login  # no navigation before logging in

@@ -32,7 +32,8 @@ def test_the_policy_allows_scripts_and_styles_from_this_site_only_and_no_framing
 )
 def test_pages_errors_static_files_and_json_carry_the_headers(client, path):
     store_agent(client)
-    assert_secured(client.get(path))
+    with client.get(path) as response:  # a static file stays open until its response is closed
+        assert_secured(response)
 
 
 def test_redirects_fragments_and_refusals_carry_the_headers(client):
