@@ -1,9 +1,8 @@
 """For the bad-input tests: a stored agent to aim at, and what the database holds, to show that refused input
 changed nothing."""
 
-from run_scenarios import bundles_agent
-
 from store import agents as agent_store
+from tests.run_scenarios import bundles_agent
 
 AGENT_ID = "bundles"
 TABLES = ("agents", "agent_tools", "providers", "documents", "runs", "log", "api_tokens")

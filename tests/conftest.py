@@ -2,40 +2,9 @@
 folder, its test client and CLI runner, and small helpers for the agent form."""
 
 import pytest
-from flask.testing import FlaskClient
 
-from app import create_app
 from store.db import open_db
-from tests.support import agent_form_data
-
-
-class ApiShapeCheckingClient(FlaskClient):
-    """The test client, checking every error the JSON API answers against its one shape (blueprints.json_error),
-    so no test can pass over an error in another shape."""
-
-    def open(self, *args, **kwargs):
-        response = super().open(*args, **kwargs)
-        if response.status_code >= 400 and response.request.path.startswith("/api/"):
-            assert response.is_json, response.data
-            body = response.get_json()
-            assert {"error", "field", "errors"} <= set(body), body
-            assert isinstance(body["errors"], dict), body
-            if body["field"] is not None:
-                assert body["error"].startswith(f"{body['field']}: ") and body["field"] in body["errors"], body
-        return response
-
-
-def make_app(tmp_path, **config):
-    settings = {
-        "TESTING": True,
-        "DATABASE": str(tmp_path / "toolgate.db"),
-        "SECRET_KEY": "test secret key",
-        "WTF_CSRF_ENABLED": False,
-        **config,
-    }
-    app = create_app(settings, instance_path=str(tmp_path))
-    app.test_client_class = ApiShapeCheckingClient
-    return app
+from tests.support import agent_form_data, make_app
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ import re
 
 import pytest
 from playwright.sync_api import expect
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 from store import cases as case_store
 from store.db import open_db
 from tests.e2e.run_page import run_to_the_end
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 pytestmark = pytest.mark.e2e
 

@@ -5,9 +5,9 @@ import re
 
 import pytest
 from playwright.sync_api import expect
-from run_scenarios import CANVAS_AGENT, CANVAS_MESSAGE
 
 from tests.e2e.run_page import round_section, start_run
+from tests.run_scenarios import CANVAS_AGENT, CANVAS_MESSAGE
 
 pytestmark = pytest.mark.e2e
 

@@ -4,11 +4,11 @@ retrieved and read documents once each."""
 
 import pytest
 from playwright.sync_api import expect
-from run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_ANSWER, DOCUMENTS_MESSAGE
 
 from store import documents as document_store
 from store.db import open_db
 from tests.e2e.run_page import round_section, start_run
+from tests.run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_ANSWER, DOCUMENTS_MESSAGE
 
 pytestmark = pytest.mark.e2e
 

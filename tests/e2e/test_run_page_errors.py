@@ -2,9 +2,9 @@
 
 import pytest
 from playwright.sync_api import expect
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 from tests.e2e.run_page import start_run
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 pytestmark = pytest.mark.e2e
 

@@ -7,10 +7,10 @@ import re
 
 import pytest
 from playwright.sync_api import expect
-from run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, mixed_script
 
 from engine import texts
 from tests.e2e.run_page import round_section, run_to_the_end
+from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, mixed_script
 
 pytestmark = pytest.mark.e2e
 

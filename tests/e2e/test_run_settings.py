@@ -3,9 +3,9 @@ the agent form's, so ticking the restriction reveals the custom message there to
 
 import pytest
 from playwright.sync_api import expect
-from run_scenarios import ENTITY_TYPES_CALL, bundles_agent
 
 from tests.e2e.run_page import round_section, start_run
+from tests.run_scenarios import ENTITY_TYPES_CALL, bundles_agent
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,7 @@ import sqlite_utils
 from app import create_app
 from store import migrations
 from store.db import open_db
-from tests.conftest import make_app
-from tests.support import agent_form_data
+from tests.support import agent_form_data, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -4,7 +4,8 @@ and the plain forms (no JavaScript) and their htmx updates."""
 import re
 
 import pytest
-from run_scenarios import form_fields
+
+from tests.run_scenarios import form_fields
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 HTMX = {"HX-Request": "true"}

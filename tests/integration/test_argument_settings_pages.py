@@ -5,10 +5,10 @@ the run page overrides them for one run and shows what they did."""
 import re
 
 import pytest
-from run_scenarios import form_fields
 
 from store import runs as run_store
 from store.demo import CATALOG_PAGE
+from tests.run_scenarios import form_fields
 from tests.support import agent_form_data, page_of
 
 ONLY_NODE_OR_MEDIA = {"entity_type": {"action": "only_allow", "values": ["node", "media"], "hide": False}}

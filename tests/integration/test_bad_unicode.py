@@ -6,7 +6,8 @@ import json
 import os
 
 import pytest
-from bad_input_support import (
+
+from tests.bad_input_support import (
     AGENT_ID,
     assert_cli_refused,
     assert_json_error,
@@ -14,8 +15,7 @@ from bad_input_support import (
     database_state,
     store_agent,
 )
-from run_scenarios import BUNDLES_MESSAGE
-
+from tests.run_scenarios import BUNDLES_MESSAGE
 from tests.support import agent_form_data
 
 FORM = "application/x-www-form-urlencoded"

@@ -5,9 +5,9 @@ import json
 from xml.etree import ElementTree
 
 import pytest
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 from store import cases as case_store
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 FAILURES = [
     "round 1, call_1_1 (list_bundles): expected rejected (restricted_repeat), got executed",

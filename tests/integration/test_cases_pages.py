@@ -7,10 +7,10 @@ import re
 
 import httpx2
 import pytest
-from run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, form_fields
 
 from store import cases as case_store
 from store import providers as provider_store
+from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, form_fields
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from store import migrations
 from store.demo import DEMO_AGENTS
-from tests.conftest import make_app
+from tests.support import make_app
 
 
 def agent_json(runner, agent_id):

@@ -3,8 +3,9 @@ nothing changed. `import-documents` refuses a link that leads out of the folder 
 user running it can read)."""
 
 import pytest
-from bad_input_support import AGENT_ID, assert_cli_refused, database_state, store_agent
-from run_scenarios import BUNDLES_MESSAGE
+
+from tests.bad_input_support import AGENT_ID, assert_cli_refused, database_state, store_agent
+from tests.run_scenarios import BUNDLES_MESSAGE
 
 
 @pytest.mark.parametrize(

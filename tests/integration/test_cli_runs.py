@@ -3,11 +3,11 @@
 import json
 
 import pytest
-from run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
 from store import documents as document_store
 from store import runs as run_store
 from store.documents import DocumentTable
+from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ import html
 import re
 
 import pytest
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 from store import runs as run_store
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 
 @pytest.fixture

@@ -3,12 +3,12 @@ per request, and two app processes on one database file. Every request must succ
 Nothing here is timed: the benchmark measures speed."""
 
 import pytest
-from live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_form, post_json, serving
-from support import agent_form_data
 
 from app import create_app
 from store import providers as provider_store
 from store.db import open_db
+from tests.live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_form, post_json, serving
+from tests.support import agent_form_data
 
 BURST = 50
 RUNS = 20

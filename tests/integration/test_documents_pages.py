@@ -2,9 +2,9 @@
 change, and the documents agent retrieves from and reads these documents."""
 
 import pytest
-from run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_MESSAGE
 
 from store import documents as document_store
+from tests.run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_MESSAGE
 
 
 @pytest.fixture

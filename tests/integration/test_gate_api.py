@@ -4,9 +4,9 @@ loop. Nothing executes and no run is stored; a policy violation is logged like i
 import json
 
 import pytest
-from run_scenarios import bundles_agent
 
 from engine import texts
+from tests.run_scenarios import bundles_agent
 
 RESTRICTED = texts.RESTRICTED_REPEAT.replace("[tool_name]", "list_bundles")
 COLLATERAL = (

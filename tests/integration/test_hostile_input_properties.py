@@ -6,14 +6,14 @@ test client) and changes nothing."""
 import json
 
 import pytest
-from bad_input_support import AGENT_ID, TABLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from run_scenarios import bundles_agent
 
 from engine.config import AGENT_DEFAULTS, TOOL_SETTING_DEFAULTS
 from store.db import open_db
-from tests.conftest import make_app
+from tests.bad_input_support import AGENT_ID, TABLES
+from tests.run_scenarios import bundles_agent
+from tests.support import make_app
 
 SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc80", "\udfff"])
 TOOL_NAMES = ["list_bundles", "list_entity_types", "read_document", "place_component"]

@@ -3,11 +3,11 @@
 the JSON API must be `application/json` (415 otherwise). Nothing changes on a refusal."""
 
 import pytest
-from bad_input_support import AGENT_ID, assert_json_error, database_state, store_agent
-from run_scenarios import BUNDLES_MESSAGE
 
 from app import create_app
-from tests.conftest import make_app
+from tests.bad_input_support import AGENT_ID, assert_json_error, database_state, store_agent
+from tests.run_scenarios import BUNDLES_MESSAGE
+from tests.support import make_app
 
 
 @pytest.mark.parametrize("host", ["localhost", "localhost:5000", "127.0.0.1:8080", "[::1]:5000", "[::1]", "LOCALHOST"])

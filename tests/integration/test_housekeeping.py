@@ -6,10 +6,10 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 from store import runs as run_store
 from store.db import open_db
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture

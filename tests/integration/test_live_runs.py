@@ -6,11 +6,11 @@ import re
 import time
 
 import pytest
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 from engine.types import ModelResponse, ToolCall
 from store import run_execution
 from store import runs as run_store
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 HTMX = {"HX-Request": "true"}
 

@@ -2,9 +2,9 @@
 to its run; the violation reads as SPEC §5 says."""
 
 import pytest
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 from store import log as log_store
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture

@@ -4,14 +4,13 @@ The session cookie is HttpOnly, SameSite=Lax, and Secure over HTTPS; logging out
 app stays open, as on one's own machine."""
 
 import pytest
-from bad_input_support import AGENT_ID, database_state, store_agent
 from werkzeug.security import generate_password_hash
 
 from app import create_app
 from store import tokens as token_store
 from store.db import open_db
-from tests.conftest import make_app
-from tests.support import page_of
+from tests.bad_input_support import AGENT_ID, database_state, store_agent
+from tests.support import make_app, page_of
 
 PASSWORD = "correct horse battery staple"
 

@@ -4,10 +4,9 @@ other variable, whatever an older version stored."""
 
 import httpx2
 import pytest
-from bad_input_support import database_state
 
-from tests.conftest import make_app
-from tests.support import page_of
+from tests.bad_input_support import database_state
+from tests.support import make_app, page_of
 
 CONNECTION = {
     "label": "Remote",

@@ -7,9 +7,9 @@ import json
 import httpx2
 import openai
 import pytest
-from proxy_support import GET_LAYOUT, PLACE, FakeUpstream, add_upstream, completion, proxy_client, tool_results
 
 from tests.live_http import serving
+from tests.proxy_support import GET_LAYOUT, PLACE, FakeUpstream, add_upstream, completion, proxy_client, tool_results
 
 RESTRICTED = (
     'Error: The tool "place_components" may only be called once per response. None of the tool calls in this '

@@ -3,12 +3,12 @@ OpenAI's shape otherwise); on 127.0.0.1 without it, any key; a Host that is not 
 
 import openai
 import pytest
-from conftest import make_app
-from proxy_support import proxy_client
 
 from store import agents as agent_store
 from store import tokens as token_store
 from store.db import open_db
+from tests.proxy_support import proxy_client
+from tests.support import make_app
 
 USER = {"role": "user", "content": "Hello."}
 

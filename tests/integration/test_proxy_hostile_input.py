@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import make_app
+from tests.support import make_app
 
 SURROGATES = st.sampled_from(["\ud800", "\udfff"])
 text = st.text(st.characters() | SURROGATES, max_size=8) | st.sampled_from(["", "user", "assistant", "tool", "note"])

@@ -4,10 +4,10 @@ proxy; the runs list and /api/runs filter by it, through an index, with the tota
 import re
 
 import pytest
-from proxy_support import PLACE
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 from store import runs as run_store
+from tests.proxy_support import PLACE
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 USER = {"role": "user", "content": "Hello."}
 HTMX = {"HX-Request": "true"}

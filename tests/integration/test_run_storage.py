@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
-from run_scenarios import DOCUMENTS
 
 from store import documents as document_store
 from store import migrations, run_format
 from store import providers as provider_store
 from store.db import open_db
-from tests.conftest import make_app
+from tests.run_scenarios import DOCUMENTS
+from tests.support import make_app
 
 RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "runs-before-0007.json").read_text())
 RUN_AGENTS = {row["agent_id"]: row for row in RECORDED["runs"]}

@@ -3,7 +3,12 @@ a 400 naming the field and stores nothing."""
 
 import httpx2
 import pytest
-from run_scenarios import (
+
+from engine import texts
+from engine.config import MESSAGE_MAX
+from store import documents as document_store
+from store import providers as provider_store
+from tests.run_scenarios import (
     BUNDLES_ANSWER,
     BUNDLES_MESSAGE,
     DOCUMENTS,
@@ -11,11 +16,6 @@ from run_scenarios import (
     DOCUMENTS_MESSAGE,
     bundles_agent,
 )
-
-from engine import texts
-from engine.config import MESSAGE_MAX
-from store import documents as document_store
-from store import providers as provider_store
 
 SPEC_RUN_KEYS = {
     "id",

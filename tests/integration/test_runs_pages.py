@@ -4,7 +4,10 @@ import json
 import re
 
 import pytest
-from run_scenarios import (
+
+from engine import texts
+from store import runs as run_store
+from tests.run_scenarios import (
     BUNDLES_ANSWER,
     BUNDLES_MESSAGE,
     CANVAS_AGENT,
@@ -13,9 +16,6 @@ from run_scenarios import (
     form_fields,
     mixed_script,
 )
-
-from engine import texts
-from store import runs as run_store
 
 HTMX = {"HX-Request": "true"}
 

@@ -4,10 +4,10 @@ no template needs what the Content-Security-Policy forbids (inline scripts, styl
 from html.parser import HTMLParser
 
 import pytest
-from bad_input_support import AGENT_ID, store_agent
-from run_scenarios import BUNDLES_MESSAGE
 
 from blueprints.security import SECURITY_HEADERS
+from tests.bad_input_support import AGENT_ID, store_agent
+from tests.run_scenarios import BUNDLES_MESSAGE
 from tests.support import agent_form_data
 
 

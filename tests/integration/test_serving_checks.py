@@ -3,10 +3,10 @@ login, and the refusal says how to turn it on. `flask hash-password` makes the h
 takes."""
 
 import pytest
-from bad_input_support import assert_cli_refused
 from werkzeug.security import check_password_hash
 
-from tests.conftest import make_app
+from tests.bad_input_support import assert_cli_refused
+from tests.support import make_app
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "toolgate.example.org"])

@@ -5,12 +5,12 @@ import re
 
 import pytest
 from markupsafe import Markup
-from run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 from blueprints import timestamp
 from engine import texts
 from engine.tools import default_registry
 from store import runs as run_store
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
 
 ERROR_MESSAGE_FRAGMENT = "/agents/tool-settings/{}/error-message"
 RESTRICT = "tools-{}-restrict_multiple_calls"

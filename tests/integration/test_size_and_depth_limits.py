@@ -7,17 +7,17 @@ import json
 
 import httpx2
 import pytest
-from bad_input_support import (
+
+from engine.config import MAX_DEPTH
+from store import providers as provider_store
+from tests.bad_input_support import (
     AGENT_ID,
     assert_cli_refused,
     assert_json_error,
     database_state,
     store_agent,
 )
-from run_scenarios import BUNDLES_MESSAGE
-
-from engine.config import MAX_DEPTH
-from store import providers as provider_store
+from tests.run_scenarios import BUNDLES_MESSAGE
 from tests.support import agent_form_data, page_of
 
 LIST_BUNDLES = {"name": "list_bundles", "arguments": {"entity_type": "node"}}

@@ -5,8 +5,8 @@ nothing."""
 import re
 
 import pytest
-from bad_input_support import database_state
 
+from tests.bad_input_support import database_state
 from tests.support import page_of
 
 

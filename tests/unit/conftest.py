@@ -1,4 +1,4 @@
-"""Fixtures for the engine's unit tests (pyproject.toml puts the repository root on sys.path)."""
+"""Fixtures for the engine's unit tests."""
 
 import pytest
 

@@ -6,9 +6,9 @@ import json
 from collections import Counter
 
 from hypothesis import strategies as st
-from unit_helpers import ARGUMENT_KINDS, CountingModel, InProcessScriptedModel, arguments_for
 
 from engine import advance_run
+from tests.unit.unit_helpers import ARGUMENT_KINDS, CountingModel, InProcessScriptedModel, arguments_for
 
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta")

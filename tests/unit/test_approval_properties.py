@@ -5,7 +5,9 @@ call of a waiting response runs before every decision on it is taken; each decis
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from live_helpers import (
+
+from engine import ValidationError, decide_run, run_agent, start_run
+from tests.unit.live_helpers import (
     advance,
     agents,
     assert_every_call_answered_once_in_order,
@@ -16,9 +18,7 @@ from live_helpers import (
     scripts,
     without_timing,
 )
-from unit_helpers import RecordingTools
-
-from engine import ValidationError, decide_run, run_agent, start_run
+from tests.unit.unit_helpers import RecordingTools
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 CHOICES = ("approve", "edit", "bad_edit", "reject", "reject_without_reason")

@@ -2,13 +2,13 @@
 model sees, and enforced by the gate — an allow-list rejects, a forced value replaces, a hidden argument is gone."""
 
 import pytest
-from unit_helpers import NODE_BUNDLES, RecordingTools, SpyRegistry, answer, call, make_agent, tool_round
 
 from engine import run_agent, tools_for_agent
 from engine.config import ValidationError, load_agent, validate_agent
 from engine.gate import review_calls
 from engine.tools import Tool, ToolRegistry, default_registry
 from engine.types import ToolCall
+from tests.unit.unit_helpers import NODE_BUNDLES, RecordingTools, SpyRegistry, answer, call, make_agent, tool_round
 
 REGISTRY = default_registry()
 KNOWN_TOOLS = REGISTRY.parameters_by_name()

@@ -1,10 +1,9 @@
 """Artifacts (SPEC §3 `use_artifacts`): the output is kept, the model gets `{{artifact:TOOL:N}}`, and a later call's
 arguments get the content back in place of the placeholder before they are checked and run."""
 
-from unit_helpers import ENTITY_TYPES, NODE_BUNDLES, SpyRegistry, answer, call, make_agent, tool_round
-
 from engine import run_agent
 from engine.artifacts import resolve_artifacts
+from tests.unit.unit_helpers import ENTITY_TYPES, NODE_BUNDLES, SpyRegistry, answer, call, make_agent, tool_round
 
 ARTIFACTS = {"{{artifact:list_bundles:1}}": "node bundles", "{{artifact:get_layout:1}}": "[]"}
 

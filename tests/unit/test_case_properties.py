@@ -6,11 +6,11 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from unit_helpers import ARGUMENT_KINDS, RecordingTools, arguments_for
 
 from engine import run_agent
 from engine.cases import case_from_run, check_case, replay_overrides, replay_refusal, validate_case
 from engine.types import ModelResponse, ToolCall
+from tests.unit.unit_helpers import ARGUMENT_KINDS, RecordingTools, arguments_for
 
 NAMES = ("alpha", "alpha", "beta", "gamma", "ghost")
 CASE_SETTINGS = settings(max_examples=150, deadline=None)

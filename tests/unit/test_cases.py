@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from unit_helpers import RESTRICTED_LIST_BUNDLES, answer, call, make_agent, tool_round
 
 from engine import ValidationError, run_agent
 from engine.cases import case_from_run, check_case, replay_refusal, script_from_run, validate_case
 from engine.types import ModelResponse, ToolCall
+from tests.unit.unit_helpers import RESTRICTED_LIST_BUNDLES, answer, call, make_agent, tool_round
 
 RESTRICTED = {"restrict_multiple_calls": True}
 NODE = {"entity_type": "node"}

@@ -4,7 +4,6 @@ import copy
 import json
 
 import pytest
-from unit_helpers import answer, call, make_agent, tool_round
 
 from engine import run_agent
 from engine.config import (
@@ -17,6 +16,7 @@ from engine.config import (
     validate_agent,
 )
 from engine.tools import default_registry
+from tests.unit.unit_helpers import answer, call, make_agent, tool_round
 
 KNOWN_TOOLS = set(default_registry().names())
 

@@ -2,9 +2,16 @@
 
 import json
 
-from unit_helpers import ALREADY_IN_CONTEXT, answer, call, counting_model, make_agent, tool_message_contents, tool_round
-
 from engine import run_agent
+from tests.unit.unit_helpers import (
+    ALREADY_IN_CONTEXT,
+    answer,
+    call,
+    counting_model,
+    make_agent,
+    tool_message_contents,
+    tool_round,
+)
 
 QUESTION = "How do refunds work?"
 RETRIEVED = (

@@ -1,12 +1,12 @@
 """The gate (SPEC §4), by example: one response's calls in, one verdict per call out, nothing executed."""
 
 import pytest
-from unit_helpers import COLLATERAL_LIST_BUNDLES, RESTRICTED_LIST_BUNDLES, UNKNOWN_TOOL
 
 from engine.config import load_agent
 from engine.gate import reject_without_tools, restriction_log_message, review_calls
 from engine.tools import default_registry
 from engine.types import ToolCall
+from tests.unit.unit_helpers import COLLATERAL_LIST_BUNDLES, RESTRICTED_LIST_BUNDLES, UNKNOWN_TOOL
 
 REGISTRY = default_registry()
 RESTRICTED = {"restrict_multiple_calls": True}

@@ -4,11 +4,11 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from unit_helpers import ARGUMENT_KINDS, VALID_KINDS, RecordingTools, arguments_for
 
 from engine.config import load_agent
 from engine.gate import review_calls
 from engine.types import ToolCall
+from tests.unit.unit_helpers import ARGUMENT_KINDS, VALID_KINDS, RecordingTools, arguments_for
 
 TOOLS = RecordingTools(names=("alpha", "beta", "gamma", "delta"))
 ENABLEABLE = ("alpha", "beta", "gamma")  # delta is registered but never enabled; ghost is not registered

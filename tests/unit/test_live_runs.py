@@ -4,9 +4,9 @@ documents in context, the canvas), Stop, and approvals of tool calls, with the e
 import json
 
 import pytest
-from unit_helpers import SpyRegistry, answer, call, make_agent, tool_round
 
 from engine import ValidationError, advance_run, decide_run, run_agent, start_run, stop_run
+from tests.unit.unit_helpers import SpyRegistry, answer, call, make_agent, tool_round
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 STOPPED_CALL = "Error: This tool call was not executed, because a person stopped the run."

@@ -10,7 +10,9 @@ from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from unit_helpers import (
+
+from engine import STOP_REASONS, run_agent
+from tests.unit.unit_helpers import (
     ARGUMENT_KINDS,
     CountingModel,
     InProcessScriptedModel,
@@ -18,8 +20,6 @@ from unit_helpers import (
     arguments_for,
     counting_model,
 )
-
-from engine import STOP_REASONS, run_agent
 
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta", "ghost")

@@ -4,7 +4,11 @@ import copy
 import logging
 
 import pytest
-from unit_helpers import (
+
+from engine import run_agent
+from engine.tools import default_registry
+from engine.types import ModelResponse
+from tests.unit.unit_helpers import (
     ENTITY_TYPES,
     MAX_ROUNDS_TEXT,
     NODE_BUNDLES,
@@ -22,10 +26,6 @@ from unit_helpers import (
     tool_messages,
     tool_round,
 )
-
-from engine import run_agent
-from engine.tools import default_registry
-from engine.types import ModelResponse
 
 RESTRICTED = {"restrict_multiple_calls": True}
 TWO_BUNDLE_CALLS = tool_round(

@@ -5,7 +5,11 @@ import logging
 
 import httpx2
 import pytest
-from unit_helpers import (
+
+from engine import run_agent
+from engine.providers import ProviderError, connection_model
+from engine.scripted import ScriptedModel
+from tests.unit.unit_helpers import (
     CONNECTION,
     ENVIRON,
     MAX_ROUNDS_TEXT,
@@ -18,10 +22,6 @@ from unit_helpers import (
     tool_round,
     wsgi_transport,
 )
-
-from engine import run_agent
-from engine.providers import ProviderError, connection_model
-from engine.scripted import ScriptedModel
 
 SCRIPT = [
     tool_round(call("list_bundles", {"entity_type": "node"}), call("list_bundles", {"entity_type": "user"})),

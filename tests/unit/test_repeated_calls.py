@@ -2,13 +2,13 @@
 is rejected as `repeated_call`, so a model stuck calling the same thing gets told to use the earlier result."""
 
 import pytest
-from unit_helpers import SpyRegistry, answer, call, make_agent, tool_round
 
 from engine import run_agent
 from engine.config import load_agent
 from engine.gate import call_key, review_calls
 from engine.tools import default_registry
 from engine.types import ToolCall
+from tests.unit.unit_helpers import SpyRegistry, answer, call, make_agent, tool_round
 
 REGISTRY = default_registry()
 NODE = {"entity_type": "node"}

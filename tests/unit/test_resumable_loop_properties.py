@@ -3,7 +3,9 @@ run `run_agent` makes in one go, and keeps every invariant of SPEC §4 at every 
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from live_helpers import (
+
+from engine import run_agent, start_run, stop_run
+from tests.unit.live_helpers import (
     advance,
     agents,
     all_calls,
@@ -15,9 +17,7 @@ from live_helpers import (
     scripts,
     without_timing,
 )
-from unit_helpers import RecordingTools
-
-from engine import run_agent, start_run, stop_run
+from tests.unit.unit_helpers import RecordingTools
 
 PROPERTY_SETTINGS = settings(max_examples=120, deadline=None)
 

@@ -3,9 +3,9 @@
 import copy
 
 import pytest
-from unit_helpers import COLLATERAL_LIST_BUNDLES, RESTRICTED_LIST_BUNDLES, RecordingTools, make_agent
 
 from engine import review_tool_calls
+from tests.unit.unit_helpers import COLLATERAL_LIST_BUNDLES, RESTRICTED_LIST_BUNDLES, RecordingTools, make_agent
 
 AGENT = make_agent({"list_bundles": {"restrict_multiple_calls": True}, "list_entity_types": {}})
 

@@ -1,7 +1,9 @@
 """The one global round cap (the RAG user story): N tool rounds, then a forced answer without tools, or a message."""
 
 import pytest
-from unit_helpers import (
+
+from engine import run_agent
+from tests.unit.unit_helpers import (
     MAX_ROUNDS_TEXT,
     UNKNOWN_TOOL,
     answer,
@@ -12,8 +14,6 @@ from unit_helpers import (
     tool_messages,
     tool_round,
 )
-
-from engine import run_agent
 
 ALWAYS_LISTING = [tool_round(call("list_entity_types"))] * 20 + [answer("Forced answer.")]
 

@@ -1,10 +1,9 @@
 """Two runs compared: round by round, call by call, what differs named, and the settings that differ between the
 agent snapshots they ran with."""
 
-from unit_helpers import answer, call, make_agent, tool_round
-
 from engine import run_agent
 from engine.run_diff import agent_changes, compare_runs
+from tests.unit.unit_helpers import answer, call, make_agent, tool_round
 
 NODE = {"entity_type": "node"}
 SCRIPT = [

@@ -4,11 +4,11 @@ import json
 
 import httpx2
 import pytest
-from unit_helpers import answer, call, tool_round
 
 from engine.providers import scripted_model
 from engine.scripted import ScriptedModel, scripted_reply
 from engine.types import ToolCall
+from tests.unit.unit_helpers import answer, call, tool_round
 
 TOOLS = [{"type": "function", "function": {"name": "list_entity_types", "parameters": {"type": "object"}}}]
 USER = {"role": "user", "content": "Hi."}

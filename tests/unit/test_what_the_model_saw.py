@@ -1,9 +1,8 @@
 """What the model saw: each round records the `tools` its request sent, `tools_for_agent` answers them before a run,
 and the progress messages of the tools that ran are in the round."""
 
-from unit_helpers import answer, call, counting_model, make_agent, tool_round
-
 from engine import run_agent, tools_for_agent
+from tests.unit.unit_helpers import answer, call, counting_model, make_agent, tool_round
 
 RULES = {"entity_type": {"action": "only_allow", "values": ["node"]}}
 TOOLS = {
