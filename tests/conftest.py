@@ -3,19 +3,32 @@ folder, its test client and CLI runner, and small helpers for the agent form."""
 
 import pytest
 
+from store import migrations
 from store.db import open_db
 from tests.support import agent_form_data, make_app
 
 
-@pytest.fixture
-def app(tmp_path):
-    """The app with CSRF off, so form tests post plain dicts (a dedicated test proves CSRF is enforced)."""
-    return make_app(tmp_path)
+@pytest.fixture(scope="session")
+def migrated_database(tmp_path_factory):
+    """A database file with every migration applied, made once per session. The connection is closed before any
+    copy, so the WAL is checkpointed into the file and the file alone is the whole database."""
+    path = tmp_path_factory.mktemp("migrated") / "toolgate.db"
+    connection = open_db(str(path))
+    migrations.migrate(connection)
+    connection.close()
+    return path
 
 
 @pytest.fixture
-def csrf_app(tmp_path):
-    return make_app(tmp_path, WTF_CSRF_ENABLED=True)
+def app(tmp_path, migrated_database):
+    """The app with CSRF off, so form tests post plain dicts (a dedicated test proves CSRF is enforced). It starts
+    on a copy of the migrated database: start-up finds no step pending."""
+    return make_app(tmp_path, database_from=migrated_database)
+
+
+@pytest.fixture
+def csrf_app(tmp_path, migrated_database):
+    return make_app(tmp_path, database_from=migrated_database, WTF_CSRF_ENABLED=True)
 
 
 @pytest.fixture

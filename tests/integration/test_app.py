@@ -42,7 +42,9 @@ def test_the_database_defaults_to_the_instance_folder(tmp_path):
     assert (tmp_path / "toolgate.db").exists()
 
 
-def test_start_up_creates_every_table_in_wal_mode(app):
+def test_start_up_creates_every_table_in_wal_mode(tmp_path):
+    app = make_app(tmp_path)
+    assert app.extensions["toolgate_schema"] == {"created": True, "applied": every_step_name()}
     db = sqlite_utils.Database(app.config["DATABASE"])
     assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log"} <= set(db.table_names())
     assert db.journal_mode == "wal"

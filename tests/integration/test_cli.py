@@ -5,6 +5,7 @@ import json
 import pytest
 
 from store import migrations
+from store.db import open_db
 from store.demo import DEMO_AGENTS
 from tests.support import make_app
 
@@ -15,10 +16,13 @@ def agent_json(runner, agent_id):
     return json.loads(result.output)
 
 
-def test_init_db_says_it_created_a_new_database(runner, app, database):
-    result = runner.invoke(args=["init-db"])
+def test_init_db_says_it_created_a_new_database(tmp_path):
+    app = make_app(tmp_path)
+    result = app.test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0
+    database = open_db(app.config["DATABASE"])
     steps = migrations.applied_migrations(database)
+    database.close()
     assert steps[0] == "0001_enable_wal"
     assert f"Created the database at {app.config['DATABASE']} ({len(steps)} migration steps: {', '.join(steps)})" in (
         result.output
