@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from tests.run_panel import read_run_panel
 from tests.run_scenarios import form_fields
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
@@ -160,7 +161,7 @@ def test_plain_forms_decide_one_call_at_a_time_and_the_last_one_runs_the_round(c
     assert last.status_code == 303 and last.headers["Location"] == f"/runs/{run_id}"
     page = run_page(client, run_id)
     assert f"{REJECTED_BY_REVIEWER} Not media." in page and "Rejected by a reviewer: Not media." in page
-    assert '<dd class="stop-reason">Answered</dd>' in page
+    assert read_run_panel(page).facts["Stop reason"] == "Answered"
 
 
 def test_edited_arguments_that_are_not_json_or_do_not_fit_are_shown_beside_the_box_and_kept(client, waiting_run):

@@ -8,6 +8,7 @@ import pytest
 
 from store import runs as run_store
 from store.demo import CATALOG_PAGE
+from tests.run_panel import read_run_panel
 from tests.run_scenarios import form_fields
 from tests.support import agent_form_data, page_of
 
@@ -221,19 +222,24 @@ def run_page_fields(client):
 
 def test_the_run_page_shows_rejections_forced_values_artifacts_and_progress(client, catalog_page):
     response = client.post("/agents/catalog_page/run", data={**run_page_fields(client), "message": "Go"})
-    html = response.get_data(as_text=True)
+    panel = read_run_panel(response.get_data(as_text=True))
+    refused, kept, forced, replaced, repeated = (round_.calls[0] for round_ in panel.rounds[:5])
 
     assert response.status_code == 200
-    assert "Error: invalid value for entity_type in list_bundles: user is not one of node, media." in html
-    assert '<div class="reason">Value not allowed</div>' in html
-    assert 'Forced <code>region</code>: ran with <code>"footer"</code>; the model sent none' in html
-    assert "Replaced by their artifacts: <code>{{artifact:list_bundles:1}}</code>" in html
-    assert '<pre class="tool-message">{{artifact:list_bundles:1}}</pre>' in html
-    assert '<h3 id="run-artifacts-heading">Artifacts</h3>' in html
-    assert "from <code>call_2_1</code>, round 2" in html
-    assert html.count('<div class="progress-message">Listing the bundles…</div>') == 3
-    assert "Error: list_bundles was already called with these arguments 1 times in this run." in html
-    assert html.count("<summary>What the model saw</summary>") == 6
+    assert refused.sent_back == "Error: invalid value for entity_type in list_bundles: user is not one of node, media."
+    assert refused.reason == "Value not allowed"
+    assert forced.forced == ['Forced region: ran with "footer"; the model sent none']
+    assert replaced.replaced == "Replaced by their artifacts: {{artifact:list_bundles:1}}"
+    assert kept.sent_back == "{{artifact:list_bundles:1}}"
+    assert "Artifacts" in panel.headings
+    assert panel.artifacts[0].startswith("{{artifact:list_bundles:1}} from call_2_1, round 2 ")
+    calls = [call for round_ in panel.rounds for call in round_.calls]
+    assert [call.progress for call in calls].count("Listing the bundles…") == 3
+    assert repeated.sent_back.startswith(
+        "Error: list_bundles was already called with these arguments 1 times in this run."
+    )
+    assert len(panel.rounds) == 6
+    assert all(round_.model_saw.startswith("What the model saw ") for round_ in panel.rounds)
 
 
 def test_what_the_model_saw_is_the_tools_the_request_sent(client, catalog_page):
@@ -241,13 +247,13 @@ def test_what_the_model_saw_is_the_tools_the_request_sent(client, catalog_page):
     stored = client.get("/api/runs/1").json
     tools = client.get("/api/agents/catalog_page/tools").json["tools"]
 
-    html = client.get("/runs/1").get_data(as_text=True)
+    panel = read_run_panel(client.get("/runs/1").get_data(as_text=True))
 
     assert stored["rounds"][0]["tools_sent"] == tools
-    shown = re.findall(r'<details class="model-saw">.*?<pre class="json">(.*?)</pre>', html, re.S)
-    assert len(shown) == 6
-    assert "&#34;enum&#34;: [\n              &#34;node&#34;,\n              &#34;media&#34;\n            ]" in shown[0]
-    assert "&#34;region&#34;" not in shown[0].split("place_component")[1].split("edit_component")[0]
+    shown = [round_.tools_sent for round_ in panel.rounds]
+    assert len(shown) == 6 and None not in shown
+    assert '"enum": [\n              "node",\n              "media"\n            ]' in shown[0]
+    assert '"region"' not in shown[0].split("place_component")[1].split("edit_component")[0]
 
 
 def test_a_run_stored_before_tools_were_recorded_says_so(client, database):
@@ -263,9 +269,11 @@ def test_a_run_stored_before_tools_were_recorded_says_so(client, database):
     }
     stored = run_store.save_run(database, old)
 
-    html = client.get(f"/runs/{stored['id']}").get_data(as_text=True)
+    panel = read_run_panel(client.get(f"/runs/{stored['id']}").get_data(as_text=True))
 
-    assert "Not recorded: this run was stored before Toolgate kept the tools it sent." in html
+    assert panel.rounds[0].model_saw == (
+        "What the model saw Not recorded: this run was stored before Toolgate kept the tools it sent."
+    )
 
 
 def test_a_run_can_override_an_argument_rule(client, catalog_page):

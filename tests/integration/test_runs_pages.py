@@ -7,6 +7,7 @@ import pytest
 
 from engine import texts
 from store import runs as run_store
+from tests.run_panel import read_run_panel
 from tests.run_scenarios import (
     BUNDLES_ANSWER,
     BUNDLES_MESSAGE,
@@ -18,6 +19,10 @@ from tests.run_scenarios import (
 )
 
 HTMX = {"HX-Request": "true"}
+MISSING_KEY = (
+    'The environment variable "OPENAI_API_KEY" that holds the API key is not set (leave the variable\'s name empty '
+    "on the provider connection if the server takes no key)."
+)
 
 
 @pytest.fixture
@@ -38,11 +43,19 @@ def post_run(client, agent_id="bundles", message=BUNDLES_MESSAGE, headers=None, 
     return client.post(f"/agents/{agent_id}/run", data=fields, headers=headers or {})
 
 
-def run_panel(html):
-    """The rendered run: the <article class="run"> element, which the one partial renders everywhere."""
-    match = re.search(r'<article class="run.*?</article>', html, re.S)
+def panel_markup(html):
+    """The run's markup, to compare two renderings whole: the one partial renders it everywhere."""
+    match = re.search(r'<article [^>]*data-testid="run".*?</article>', html, re.S)
     assert match, "no run on the page"
     return match.group(0)
+
+
+def panel_of(response):
+    return read_run_panel(response.get_data(as_text=True))
+
+
+def all_calls(panel):
+    return [call for round_ in panel.rounds for call in round_.calls]
 
 
 def html_of(response):
@@ -71,11 +84,18 @@ def test_plain_post_renders_the_full_page_with_the_run(client, bundles, database
     assert response.status_code == 200
     html = html_of(response)
     assert "<html" in html and 'id="run-form"' in html
-    panel = run_panel(html)
-    assert BUNDLES_ANSWER in panel
-    assert "All 2 calls rejected — nothing executed" in panel
-    assert panel.count("Restricted tool called more than once") == 2
-    assert panel.count('class="status status-rejected">Rejected<') == 2
+    panel = read_run_panel(html)
+    assert panel.answer == BUNDLES_ANSWER
+    assert (panel.rounds[0].verdict, panel.rounds[0].verdict_mark) == (
+        "All 2 calls rejected — nothing executed",
+        "rejected",
+    )
+    assert [(call.status, call.status_mark, call.reason) for call in all_calls(panel)] == [
+        ("Rejected", "rejected", "Restricted tool called more than once"),
+        ("Rejected", "rejected", "Restricted tool called more than once"),
+        ("Executed", "executed", None),
+        ("Executed", "executed", None),
+    ]
     assert database["runs"].count == 1
     assert run_store.get_run(database, 1)["overrides"] == {}
 
@@ -89,35 +109,38 @@ def test_htmx_post_returns_only_the_run_panel(client, bundles):
 
 
 def test_run_page_permalink_and_fragment_render_the_run_identically(client, bundles):
-    full_page = run_panel(html_of(post_run(client)))
-    fragment = run_panel(html_of(post_run(client, headers=HTMX)))
-    first, second = run_panel(html_of(client.get("/runs/1"))), run_panel(html_of(client.get("/runs/2")))
+    full_page = panel_markup(html_of(post_run(client)))
+    fragment = panel_markup(html_of(post_run(client, headers=HTMX)))
+    first, second = panel_markup(html_of(client.get("/runs/1"))), panel_markup(html_of(client.get("/runs/2")))
     assert full_page == first
     assert fragment == second
 
 
 def test_stop_reason_and_counts_in_words(client, bundles):
-    panel = run_panel(html_of(post_run(client)))
-    assert '<dt>Stop reason</dt><dd class="stop-reason">Answered</dd>' in panel
-    assert "<dt>Rounds used</dt><dd>3 of 10</dd>" in panel
-    assert "<dt>Calls executed</dt><dd>2</dd>" in panel
-    assert '<dt>Calls rejected</dt><dd class="has-rejections">2</dd>' in panel
+    panel = panel_of(post_run(client))
+    assert panel.facts["Stop reason"] == "Answered"
+    assert panel.facts["Rounds used"] == "3 of 10"
+    assert panel.facts["Calls executed"] == "2"
+    assert panel.facts["Calls rejected"] == "2"
+    assert panel.highlighted_facts == ["Calls rejected"]
 
 
 def test_every_call_shows_what_went_back_to_the_model(client, bundles):
-    panel = run_panel(html_of(post_run(client)))
-    restricted = texts.RESTRICTED_REPEAT.replace("[tool_name]", "list_bundles").replace('"', "&#34;")
-    assert panel.count(f'<pre class="tool-message">{restricted}</pre>') == 2
-    output = "{&#34;entity_type&#34;: &#34;node&#34;, &#34;bundles&#34;: [{&#34;id&#34;: &#34;article&#34;"
-    assert f'<pre class="tool-message">{output}' in panel  # the exact output of round 2
-    assert "call_1_1" in panel and "call_1_2" in panel and "call_2_1" in panel
+    calls = all_calls(panel_of(post_run(client)))
+    restricted = texts.RESTRICTED_REPEAT.replace("[tool_name]", "list_bundles")
+    assert [call.id for call in calls] == ["call_1_1", "call_1_2", "call_2_1", "call_3_1"]
+    assert [call.sent_back for call in calls[:2]] == [restricted, restricted]
+    assert calls[2].sent_back.startswith('{"entity_type": "node", "bundles": [{"id": "article"')  # round 2's output
+    assert calls[3].sent_back.startswith('{"entity_type": "taxonomy_term", "bundles": [{"id": "tags"')
 
 
 def test_mixed_response_rejects_the_unrestricted_call_as_collateral(client, bundles):
-    panel = run_panel(html_of(post_run(client, script=json.dumps(mixed_script()))))
-    assert "All 3 calls rejected — nothing executed" in panel
-    assert "Collateral: another tool in this response is restricted" in panel
-    assert "Error: This tool call was not executed, because the tool(s) &#34;list_bundles&#34;" in panel
+    first = panel_of(post_run(client, script=json.dumps(mixed_script()))).rounds[0]
+    assert (first.verdict, first.verdict_mark) == ("All 3 calls rejected — nothing executed", "rejected")
+    collateral = first.calls[2]
+    assert (collateral.tool, collateral.status) == ("list_entity_types", "Rejected")
+    assert collateral.reason == "Collateral: another tool in this response is restricted"
+    assert collateral.sent_back.startswith('Error: This tool call was not executed, because the tool(s) "list_bundles"')
 
 
 def test_overrides_are_only_what_differs_from_the_agent(client, bundles, database):
@@ -137,8 +160,8 @@ def test_a_tool_can_be_enabled_and_disabled_for_one_run(client, bundles, databas
 
 def test_custom_message_from_the_run_settings(client, bundles):
     message = "Custom: [tool_name] once only."
-    panel = run_panel(html_of(post_run(client, **{"tools-list_bundles-multiple_call_error_message": message})))
-    assert panel.count('<pre class="tool-message">Custom: list_bundles once only.</pre>') == 2
+    panel = panel_of(post_run(client, **{"tools-list_bundles-multiple_call_error_message": message}))
+    assert [call.sent_back for call in all_calls(panel)].count("Custom: list_bundles once only.") == 2
 
 
 @pytest.mark.parametrize(
@@ -218,9 +241,10 @@ def test_a_run_posted_without_its_csrf_token_says_why_and_runs_nothing(csrf_app)
 
 def test_model_and_tool_text_is_escaped(client, bundles):
     script = [{"content": "<script>alert('model')</script>"}]
-    panel = run_panel(html_of(post_run(client, message="<b>hello</b>", script=json.dumps(script))))
-    assert "<script>" not in panel and "<b>hello</b>" not in panel
-    assert "&lt;script&gt;" in panel and "&lt;b&gt;hello&lt;/b&gt;" in panel
+    panel = panel_of(post_run(client, message="<b>hello</b>", script=json.dumps(script)))
+    assert (panel.message, panel.answer) == ("<b>hello</b>", "<script>alert('model')</script>")
+    assert panel.rounds[0].model_said == "The model said: <script>alert('model')</script>"
+    assert not {"script", "b"} & panel.tags  # shown as text, nowhere read as markup
 
 
 def test_tool_call_arguments_are_escaped(client, bundles):
@@ -233,10 +257,11 @@ def test_tool_call_arguments_are_escaped(client, bundles):
         },
         {"content": "Done."},
     ]
-    panel = run_panel(html_of(post_run(client, script=json.dumps(script))))
-    assert "<script>" not in panel and "<img" not in panel
-    assert "&#34;entity_type&#34;: &#34;&lt;script&gt;alert(&#39;json&#39;)&lt;/script&gt;&#34;" in panel
-    assert '<pre class="json">&lt;img src=x onerror=alert(&#39;raw&#39;)&gt;</pre>' in panel
+    panel = panel_of(post_run(client, script=json.dumps(script)))
+    calls = panel.rounds[0].calls
+    assert calls[0].arguments == '{\n  "entity_type": "<script>alert(\'json\')</script>"\n}'
+    assert calls[1].arguments == "<img src=x onerror=alert('raw')>"
+    assert not {"script", "img"} & panel.tags  # shown as text, nowhere read as markup
 
 
 def test_a_partly_rejected_round_says_how_many_of_its_calls_were_rejected(client, bundles):
@@ -244,10 +269,12 @@ def test_a_partly_rejected_round_says_how_many_of_its_calls_were_rejected(client
         {"tool_calls": [{"name": "list_entity_types", "arguments": {}}, {"name": "drop_database", "arguments": {}}]},
         {"content": "Done."},
     ]
-    panel = run_panel(html_of(post_run(client, script=json.dumps(script))))
-    assert '<span class="round-verdict rejected">1 of 2 calls rejected</span>' in panel
-    assert panel.count('class="status status-executed">Executed<') == 1
-    assert panel.count('class="status status-rejected">Rejected<') == 1
+    panel = panel_of(post_run(client, script=json.dumps(script)))
+    assert (panel.rounds[0].verdict, panel.rounds[0].verdict_mark) == ("1 of 2 calls rejected", "rejected")
+    assert [(call.status, call.status_mark) for call in all_calls(panel)] == [
+        ("Executed", "executed"),
+        ("Rejected", "rejected"),
+    ]
 
 
 STOP_REASON_CASES = [
@@ -269,8 +296,7 @@ def test_stop_reasons_read_in_words(client, changes, script, words):
     if script is not None:
         agent["script"] = script
     client.put("/api/agents/case", json=agent)
-    panel = run_panel(html_of(post_run(client, "case")))
-    assert f'<dd class="stop-reason">{words}</dd>' in panel
+    assert panel_of(post_run(client, "case")).facts["Stop reason"] == words
 
 
 def test_a_provider_error_reads_as_an_error_with_its_text(app, client, database):
@@ -281,11 +307,11 @@ def test_a_provider_error_reads_as_an_error_with_its_text(app, client, database)
         database, {"id": "remote", "label": "Remote", "base_url": "https://models.invalid/v1", "default_model": "m"}
     )
     client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
-    panel = run_panel(html_of(post_run(client, "remote_agent", message="Hello")))
-    assert '<dd class="stop-reason">Error</dd>' in panel
-    assert 'role="alert"' in panel
-    assert panel.count("The environment variable &#34;OPENAI_API_KEY&#34;") == 1
-    assert "The model was not asked: the run stopped before its first request." in panel
+    panel = panel_of(post_run(client, "remote_agent", message="Hello"))
+    assert panel.facts["Stop reason"] == "Error"
+    assert panel.alerts == [f"Error {MISSING_KEY}"]
+    assert panel.text.count('The environment variable "OPENAI_API_KEY"') == 1
+    assert "The model was not asked: the run stopped before its first request." in panel.text
 
 
 def test_a_provider_error_is_shown_in_place_of_the_answer(app, client, database):
@@ -296,22 +322,16 @@ def test_a_provider_error_is_shown_in_place_of_the_answer(app, client, database)
         database, {"id": "remote", "label": "Remote", "base_url": "https://models.invalid/v1", "default_model": "m"}
     )
     client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
-    panel = run_panel(html_of(post_run(client, "remote_agent", message="Hello")))
-    answer = re.search(r'<section class="run-answer".*?</section>', panel, re.S).group(0)
-    assert (
-        '<span class="status status-error">Error</span> The environment variable &#34;OPENAI_API_KEY&#34; that '
-        "holds the API key is not set (leave the variable&#39;s name empty on the provider connection if the "
-        "server takes no key)." in answer
-    )
+    assert panel_of(post_run(client, "remote_agent", message="Hello")).answer == f"Error {MISSING_KEY}"
 
 
 def test_the_request_without_tools_says_no_tools_were_offered(client):
     client.put("/api/agents/capped", json=bundles_agent(max_rounds=1))
-    panel = run_panel(html_of(post_run(client, "capped")))
-    rounds = re.findall(r'<p class="tools-offered">(.*?)</p>', panel, re.S)
-    assert len(rounds) == 2
-    assert "<code>list_bundles</code>" in rounds[0] and "no tools" not in rounds[0]
-    assert "<strong>no tools</strong>" in rounds[1]
+    rounds = panel_of(post_run(client, "capped")).rounds
+    assert [round_.tools_offered for round_ in rounds] == [
+        "Tools offered: list_bundles, list_entity_types",
+        "Tools offered: no tools",
+    ]
 
 
 def test_a_held_back_answer_shows_the_reminder_that_was_sent(client):
@@ -325,49 +345,49 @@ def test_a_held_back_answer_shows_the_reminder_that_was_sent(client):
         ],
     }
     client.put("/api/agents/reminded", json=agent)
-    panel = run_panel(html_of(post_run(client, "reminded", message="Which bundles?")))
-    assert '<span class="round-verdict reminder">Answer held back: reminder sent</span>' in panel
-    assert (
-        '<p class="reminder"><span class="label">System reminder sent:</span> Reminder: The following tools should '
-        "be used based on the instructions, but were not used: list_bundles. Please make sure to use them in your "
-        "next response.</p>" in panel
+    held_back = panel_of(post_run(client, "reminded", message="Which bundles?")).rounds[0]
+    assert (held_back.verdict, held_back.verdict_mark) == ("Answer held back: reminder sent", "reminder")
+    assert held_back.reminder == (
+        "System reminder sent: Reminder: The following tools should be used based on the instructions, but were not "
+        "used: list_bundles. Please make sure to use them in your next response."
     )
 
 
 def test_the_canvas_layout_is_shown_as_a_tree(client):
     client.put("/api/agents/canvas", json=CANVAS_AGENT)
-    response = post_run(client, "canvas", message=CANVAS_MESSAGE)
-    panel = run_panel(html_of(response))
-    assert "Canvas layout" in panel
-    tree = panel[panel.index('<ul class="layout-tree">') :]
-    assert tree.index("<code>hero</code>") < tree.index("<code>text</code>")
+    panel = panel_of(post_run(client, "canvas", message=CANVAS_MESSAGE))
+    assert "Canvas layout" in panel.headings
+    assert panel.layout == ["hero", "text"]
 
 
 def test_the_transcript_is_one_click_away(client, bundles):
-    panel = run_panel(html_of(post_run(client)))
-    transcript = re.search(r'<details class="transcript">(.*?)</details>', panel, re.S).group(1)
-    assert "Full transcript (" in transcript
-    assert transcript.count('<span class="role">tool</span>') == 4
-    assert "<code>call_1_2</code>" in transcript
+    panel = panel_of(post_run(client))
+    assert panel.transcript_summary == "Full transcript (10 messages)"
+    assert [message.role for message in panel.transcript] == [
+        *("system", "user"),
+        *("assistant", "tool", "tool"),
+        *("assistant", "tool"),
+        *("assistant", "tool"),
+        "assistant",
+    ]
+    assert "call_1_2 → list_bundles" in panel.transcript[2].text
 
 
 def test_each_tool_message_of_the_transcript_names_the_call_it_answers(client, bundles):
-    panel = run_panel(html_of(post_run(client)))
-    transcript = re.search(r'<details class="transcript">(.*?)</details>', panel, re.S).group(1)
-    tool_message = r'<span class="role">tool</span>\s*<span class="muted">for</span> <code>(\w+)</code>'
-    answered = re.findall(tool_message, transcript)
+    transcript = panel_of(post_run(client)).transcript
+    answered = [message.answers for message in transcript if message.role == "tool"]
     assert answered == ["call_1_1", "call_1_2", "call_2_1", "call_3_1"]
 
 
 def test_permalink_renders_after_the_agent_is_edited_and_deleted(client, bundles):
     post_run(client)
-    before = run_panel(html_of(client.get("/runs/1")))
+    before = panel_markup(html_of(client.get("/runs/1")))
     agent = client.get("/api/agents/bundles").json
     client.put("/api/agents/bundles", json={**agent, "label": "Renamed", "tools": {}})
     client.delete("/api/agents/bundles")
     response = client.get("/runs/1")
     assert response.status_code == 200
-    assert run_panel(html_of(response)) == before
+    assert panel_markup(html_of(response)) == before
     assert "has been deleted" in html_of(response)
     assert "Run again</button>" not in html_of(response)
 
