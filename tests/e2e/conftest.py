@@ -1,6 +1,7 @@
 """Browser tests: a live server over its own temporary database, and Debian's Chromium, headless."""
 
 import threading
+import uuid
 
 import pytest
 from werkzeug.serving import make_server
@@ -21,16 +22,24 @@ def live_server(tmp_path_factory):
     thread.join(timeout=5)
 
 
-@pytest.fixture(scope="session")
-def put_agent(live_server):
-    """Store an agent through the API afresh, whatever an earlier run left under its id."""
+@pytest.fixture
+def suffix():
+    """A few characters no other test uses: every browser test shares one server and its database, so what a test
+    creates carries this in its name."""
+    return uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def new_agent(live_server, suffix):
+    """Store an agent through the API under a fresh id (the prefix and this test's suffix) and return the id."""
     client = live_server.app.test_client()
 
-    def put(agent_id, agent):
-        client.delete(f"/api/agents/{agent_id}")
+    def create(prefix, agent):
+        agent_id = f"{prefix}_{suffix}"
         assert client.put(f"/api/agents/{agent_id}", json=agent).status_code == 201
+        return agent_id
 
-    return put
+    return create
 
 
 @pytest.fixture(scope="session")

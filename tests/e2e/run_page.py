@@ -1,4 +1,5 @@
-"""Steps on the run page, as a person takes them, for the browser tests of runs."""
+"""Steps on the run page, as a person takes them, and the parts of a run a person reads, for the browser tests of
+runs. The parts are found by role, or by the run partial's data-testid hooks (Playwright's get_by_test_id)."""
 
 import re
 
@@ -20,3 +21,9 @@ def run_to_the_end(page, message):
     start_run(page, message)
     expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+"))).to_be_visible()
     expect(page.get_by_role("button", name="Stop", exact=True)).to_have_count(0)
+
+
+def fact(page, name):
+    """The value of one of the run's facts (stop reason, rounds used, calls executed and rejected...)."""
+    term = page.get_by_role("term").filter(has_text=name)
+    return page.get_by_test_id("facts").locator("div").filter(has=term).get_by_role("definition")

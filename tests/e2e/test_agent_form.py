@@ -20,10 +20,11 @@ def field(page, label):
     return page.get_by_label(label, exact=True)
 
 
-def test_create_an_agent_with_a_restricted_tool_then_edit_it(page):
+def test_create_an_agent_with_a_restricted_tool_then_edit_it(page, suffix):
+    label, agent_id = f"Page builder {suffix}", f"page_builder_{suffix}"
     page.goto("/agents/new")
-    field(page, "Label").fill("Page builder")
-    expect(field(page, "Machine name")).to_have_value("page_builder")  # derived from the label, through htmx
+    field(page, "Label").fill(label)
+    expect(field(page, "Machine name")).to_have_value(agent_id)  # derived from the label, through htmx
 
     place, layout = tool(page, "place_component"), tool(page, "get_layout")
     place.get_by_label("Enable", exact=True).check()
@@ -46,13 +47,13 @@ def test_create_an_agent_with_a_restricted_tool_then_edit_it(page):
     field(page, "Max rounds").fill("6")
     page.get_by_role("button", name="Create agent").click()
 
-    expect(page).to_have_url(re.compile(r"/agents/page_builder$"))
-    expect(page.get_by_role("status")).to_contain_text('Created the agent "Page builder".')
+    expect(page).to_have_url(re.compile(rf"/agents/{agent_id}$"))
+    expect(page.get_by_role("status")).to_contain_text(f'Created the agent "{label}".')
 
-    page.goto("/agents/page_builder/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     page.reload()
     place, layout = tool(page, "place_component"), tool(page, "get_layout")
-    expect(field(page, "Label")).to_have_value("Page builder")
+    expect(field(page, "Label")).to_have_value(label)
     expect(field(page, "Max rounds")).to_have_value("6")
     expect(place.get_by_label("Enable", exact=True)).to_be_checked()
     expect(layout.get_by_label("Enable", exact=True)).to_be_checked()
@@ -68,12 +69,12 @@ def test_create_an_agent_with_a_restricted_tool_then_edit_it(page):
     page.get_by_role("button", name="Save agent").click()
     expect(page.get_by_role("status")).to_contain_text("(revision 2)")
 
-    page.goto("/agents/page_builder/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     place = tool(page, "place_component")
     expect(place.get_by_label(RESTRICT)).not_to_be_checked()
     place.get_by_label(RESTRICT).check()
     expect(place.get_by_label(MESSAGE)).to_have_value("")  # cleared on save
-    agent = page.request.get("/api/agents/page_builder").json()
+    agent = page.request.get(f"/api/agents/{agent_id}").json()
     assert agent["tools"]["place_component"]["multiple_call_error_message"] == ""
     assert agent["tools"]["place_component"]["restrict_multiple_calls"] is False
 
@@ -92,13 +93,14 @@ def test_validation_errors_show_next_to_the_field_and_keep_the_input(page):
     expect(field(page, "Script")).to_have_value('[{"content": "hi"')
 
 
-def test_a_second_tab_that_saved_first_makes_the_first_see_a_conflict(page, context):
-    created = page.request.put("/api/agents/shared_agent", data={"label": "Shared agent"})
+def test_a_second_tab_that_saved_first_makes_the_first_see_a_conflict(page, context, suffix):
+    agent_id = f"shared_agent_{suffix}"
+    created = page.request.put(f"/api/agents/{agent_id}", data={"label": "Shared agent"})
     assert created.status == 201
     first = page
     second = context.new_page()
-    first.goto("/agents/shared_agent/edit")
-    second.goto("/agents/shared_agent/edit")
+    first.goto(f"/agents/{agent_id}/edit")
+    second.goto(f"/agents/{agent_id}/edit")
 
     field(second, "Label").fill("Saved by the second tab")
     second.get_by_role("button", name="Save agent").click()
@@ -108,26 +110,28 @@ def test_a_second_tab_that_saved_first_makes_the_first_see_a_conflict(page, cont
     first.get_by_role("button", name="Save agent").click()
     expect(first.get_by_role("alert")).to_contain_text("someone else saved this agent after you opened it")
     expect(field(first, "Label")).to_have_value("Saved by the first tab")
-    first.goto("/agents/shared_agent")
+    first.goto(f"/agents/{agent_id}")
     expect(first.get_by_role("heading", level=1)).to_have_text("Saved by the second tab")
 
 
-def test_delete_asks_for_confirmation(page):
-    assert page.request.put("/api/agents/short_lived", data={"label": "Short lived"}).status == 201
+def test_delete_asks_for_confirmation(page, suffix):
+    label = f"Short lived {suffix}"
+    assert page.request.put(f"/api/agents/short_lived_{suffix}", data={"label": label}).status == 201
     page.goto("/agents")
-    page.get_by_role("link", name="Delete Short lived").click()
+    page.get_by_role("link", name=f"Delete {label}").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Delete")
     page.get_by_role("button", name="Delete agent").click()
     expect(page).to_have_url(re.compile(r"/agents$"))
-    expect(page.get_by_role("status")).to_contain_text('Deleted the agent "Short lived".')
-    expect(page.get_by_role("link", name="Short lived", exact=True)).to_have_count(0)
+    expect(page.get_by_role("status")).to_contain_text(f'Deleted the agent "{label}".')
+    expect(page.get_by_role("link", name=label, exact=True)).to_have_count(0)
 
 
-def test_the_form_works_without_javascript(browser, base_url):
+def test_the_form_works_without_javascript(browser, base_url, suffix):
+    agent_id = f"no_script_agent_{suffix}"
     context = browser.new_context(java_script_enabled=False, base_url=base_url)
     page = context.new_page()
     page.goto("/agents/new")
-    field(page, "Label").fill("No script agent")  # the machine name is derived on the server
+    field(page, "Label").fill(f"No script agent {suffix}")  # the machine name is derived on the server
     bundles = tool(page, "list_bundles")
     bundles.get_by_label("Enable", exact=True).check()
     expect(bundles.get_by_label(MESSAGE)).to_be_visible()  # always there without JavaScript
@@ -135,17 +139,17 @@ def test_the_form_works_without_javascript(browser, base_url):
     bundles.get_by_label(MESSAGE).fill("Error: one [tool_name] at a time.")
     page.get_by_role("button", name="Create agent").click()
 
-    expect(page).to_have_url(re.compile(r"/agents/no_script_agent$"))
+    expect(page).to_have_url(re.compile(rf"/agents/{agent_id}$"))
     row = page.get_by_role("row").filter(has_text="list_bundles")
     expect(row.get_by_role("cell").first).to_have_text("yes")  # Restrict to one call per response
     expect(row).to_contain_text("Error: one [tool_name] at a time.")
 
-    page.goto("/agents/no_script_agent/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     bundles = tool(page, "list_bundles")
     expect(bundles.get_by_label(MESSAGE)).to_have_value("Error: one [tool_name] at a time.")
     bundles.get_by_label(RESTRICT).uncheck()
     page.get_by_role("button", name="Save agent").click()
     expect(page.get_by_role("row").filter(has_text="list_bundles").get_by_role("cell").first).to_have_text("no")
-    page.goto("/agents/no_script_agent/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     expect(tool(page, "list_bundles").get_by_label(MESSAGE)).to_have_value("")
     context.close()

@@ -23,10 +23,11 @@ def argument(page, tool_name, name):
     return tool(page, tool_name).get_by_role("group", name=name, exact=True)
 
 
-def test_an_allow_list_and_a_hidden_forced_value_are_saved_and_found_again(page):
+def test_an_allow_list_and_a_hidden_forced_value_are_saved_and_found_again(page, suffix):
+    agent_id = f"footer_bundles_{suffix}"
     page.goto("/agents/new")
-    page.get_by_label("Label", exact=True).fill("Footer bundles")
-    expect(page.get_by_label("Machine name", exact=True)).to_have_value("footer_bundles")
+    page.get_by_label("Label", exact=True).fill(f"Footer bundles {suffix}")
+    expect(page.get_by_label("Machine name", exact=True)).to_have_value(agent_id)
     tool(page, "list_bundles").get_by_label("Enable", exact=True).check()
     tool(page, "place_component").get_by_label("Enable", exact=True).check()
 
@@ -46,10 +47,10 @@ def test_an_allow_list_and_a_hidden_forced_value_are_saved_and_found_again(page)
     region.get_by_label("Hide from the model").check()
     page.get_by_role("button", name="Create agent").click()
 
-    expect(page).to_have_url(re.compile(r"/agents/footer_bundles$"))
+    expect(page).to_have_url(re.compile(rf"/agents/{agent_id}$"))
     expect(page.get_by_text('forced to "footer", hidden from the model')).to_be_visible()
 
-    page.goto("/agents/footer_bundles/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     page.reload()
     entity_type = argument(page, "list_bundles", "entity_type")
     region = argument(page, "place_component", "region")
@@ -64,8 +65,8 @@ def test_an_allow_list_and_a_hidden_forced_value_are_saved_and_found_again(page)
 
 
 @pytest.fixture
-def allow_list_agent(put_agent):
-    put_agent(
+def allow_list_agent(new_agent):
+    return new_agent(
         "e2e_allow_list",
         {
             "label": "Allow-list",
@@ -84,29 +85,29 @@ def allow_list_agent(put_agent):
 
 
 def test_a_disallowed_value_is_rejected_and_the_retry_runs(page, allow_list_agent):
-    page.goto("/agents/e2e_allow_list/run")
+    page.goto(f"/agents/{allow_list_agent}/run")
     start_run(page, "Which bundles do users have?")
 
     first = round_section(page, 1)
     expect(first.get_by_role("heading")).to_contain_text("All 1 call rejected — nothing executed")
     expect(first.get_by_role("row").filter(has_text="call_1_1")).to_contain_text("Value not allowed")
-    expect(first.locator("pre.tool-message")).to_have_text(NOT_ALLOWED)
+    expect(first.get_by_test_id("call-sent-back")).to_have_text(NOT_ALLOWED)
     first.get_by_text("What the model saw").click()
-    expect(first.locator(".model-saw pre")).to_contain_text('"enum": [')
+    expect(first.get_by_test_id("tools-sent")).to_contain_text('"enum": [')
 
     second = round_section(page, 2)
     expect(second.get_by_role("row").filter(has_text="call_2_1")).to_contain_text("Executed")
-    expect(second.locator("pre.tool-message")).to_contain_text('"article"')
+    expect(second.get_by_test_id("call-sent-back")).to_contain_text('"article"')
     expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(
         "Nodes have articles and basic pages."
     )
 
 
-def test_without_javascript_a_rules_values_are_there_all_along(browser, base_url):
+def test_without_javascript_a_rules_values_are_there_all_along(browser, base_url, suffix):
     context = browser.new_context(java_script_enabled=False, base_url=base_url)
     page = context.new_page()
     page.goto("/agents/new")
-    page.get_by_label("Label", exact=True).fill("No script rules")
+    page.get_by_label("Label", exact=True).fill(f"No script rules {suffix}")
     tool(page, "place_component").get_by_label("Enable", exact=True).check()
     region = argument(page, "place_component", "region")
     region.get_by_label("Values").fill("footer")
@@ -120,6 +121,6 @@ def test_without_javascript_a_rules_values_are_there_all_along(browser, base_url
     region.get_by_label("Rule").select_option(label="Force this value")
     page.get_by_role("button", name="Create agent").click()
 
-    expect(page).to_have_url(re.compile(r"/agents/no_script_rules$"))
+    expect(page).to_have_url(re.compile(rf"/agents/no_script_rules_{suffix}$"))
     expect(page.get_by_text('forced to "footer", hidden from the model')).to_be_visible()
     context.close()

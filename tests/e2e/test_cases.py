@@ -7,39 +7,30 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from store import cases as case_store
-from store.db import open_db
 from tests.e2e.run_page import run_to_the_end
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 pytestmark = pytest.mark.e2e
 
-AGENT_ID = "e2e_cases"
 RESTRICT = "Restrict to one call per response"
 
 
-@pytest.fixture(autouse=True)
-def agent(put_agent, live_server):
-    """The agent afresh, without the cases an earlier test saved on it (cases outlive their agent)."""
-    db = open_db(live_server.app.config["DATABASE"])
-    try:
-        for case in case_store.list_cases(db, AGENT_ID):
-            case_store.delete_case(db, case["id"])
-    finally:
-        db.close()
-    put_agent(AGENT_ID, bundles_agent(label="Cases test agent"))
+@pytest.fixture
+def agent_id(new_agent):
+    """A fresh agent, so no case an earlier test saved is on it (cases outlive their agent)."""
+    return new_agent("e2e_cases", bundles_agent(label="Cases test agent"))
 
 
-def run_and_open_its_page(page):
-    page.goto(f"/agents/{AGENT_ID}/run")
+def run_and_open_its_page(page, agent_id):
+    page.goto(f"/agents/{agent_id}/run")
     run_to_the_end(page, BUNDLES_MESSAGE)
     page.get_by_role("link", name=re.compile(r"^Run #\d+$")).click()
     expect(page).to_have_url(re.compile(r"/runs/\d+$"))
     return int(page.url.rsplit("/", 1)[1])
 
 
-def turn_the_restriction_off(page):
-    page.goto(f"/agents/{AGENT_ID}/edit")
+def turn_the_restriction_off(page, agent_id):
+    page.goto(f"/agents/{agent_id}/edit")
     page.get_by_role("group", name="list_bundles", exact=True).get_by_label(RESTRICT).uncheck()
     page.get_by_role("button", name="Save agent").click()
     expect(page.get_by_role("status")).to_contain_text("Saved the agent")
@@ -49,8 +40,8 @@ def call_row(page, section, call_id):
     return section.get_by_role("row").filter(has=page.get_by_role("rowheader").filter(has_text=call_id))
 
 
-def test_save_a_case_turn_the_restriction_off_and_read_which_verdicts_changed(page):
-    run_and_open_its_page(page)
+def test_save_a_case_turn_the_restriction_off_and_read_which_verdicts_changed(page, agent_id):
+    run_and_open_its_page(page, agent_id)
     page.get_by_label("Case name").fill("Both listings are rejected")
     page.get_by_role("button", name="Save as regression case").click()
 
@@ -66,7 +57,7 @@ def test_save_a_case_turn_the_restriction_off_and_read_which_verdicts_changed(pa
     page.get_by_role("link", name="Agent", exact=True).click()
     cases = page.get_by_role("region", name="Regression cases")
     expect(cases.get_by_role("row").filter(has_text="Both listings are rejected")).to_contain_text("Not checked yet")
-    turn_the_restriction_off(page)
+    turn_the_restriction_off(page, agent_id)
     page.get_by_role("region", name="Regression cases").get_by_role("button", name="Check all").click()
 
     expect(page.get_by_role("status")).to_contain_text("Checked 1 case: 0 passed, 1 failed.")
@@ -89,10 +80,10 @@ def test_save_a_case_turn_the_restriction_off_and_read_which_verdicts_changed(pa
     )
 
 
-def test_compare_a_run_with_the_one_before_it_after_a_change(page):
-    before = run_and_open_its_page(page)
-    turn_the_restriction_off(page)
-    after = run_and_open_its_page(page)
+def test_compare_a_run_with_the_one_before_it_after_a_change(page, agent_id):
+    before = run_and_open_its_page(page, agent_id)
+    turn_the_restriction_off(page, agent_id)
+    after = run_and_open_its_page(page, agent_id)
 
     page.get_by_role("link", name="Compare with…").click()
     page.get_by_role("link", name=f"The previous run of this agent, #{before}").click()
@@ -110,8 +101,8 @@ def test_compare_a_run_with_the_one_before_it_after_a_change(page):
     expect(page.get_by_role("region", name="Round 2 of both runs").get_by_role("heading")).to_contain_text("same")
 
 
-def test_change_and_run_again_links_the_new_run_to_its_comparison(page):
-    first = run_and_open_its_page(page)
+def test_change_and_run_again_links_the_new_run_to_its_comparison(page, agent_id):
+    first = run_and_open_its_page(page, agent_id)
 
     page.get_by_role("link", name="Change and run again").click()
     page.get_by_text("Settings for this run").click()
@@ -125,11 +116,11 @@ def test_change_and_run_again_links_the_new_run_to_its_comparison(page):
     )
 
 
-def test_without_javascript_a_case_is_saved_and_checked(browser, base_url):
+def test_without_javascript_a_case_is_saved_and_checked(browser, base_url, agent_id):
     context = browser.new_context(java_script_enabled=False, base_url=base_url)
     page = context.new_page()
     try:
-        run_id = run_and_open_its_page(page)
+        run_id = run_and_open_its_page(page, agent_id)
         page.get_by_role("button", name="Save as regression case").click()
         expect(page.get_by_role("heading", level=1)).to_contain_text(f"Run #{run_id}: {BUNDLES_MESSAGE[:20]}")
         page.get_by_role("button", name="Check", exact=True).click()

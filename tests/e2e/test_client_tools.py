@@ -19,14 +19,15 @@ def client_tool(page, name):
     return page.get_by_role("group", name=name, exact=True)
 
 
-def test_add_a_client_tool_restrict_it_and_save(page):
+def test_add_a_client_tool_restrict_it_and_save(page, suffix):
+    label, agent_id = f"Browser builder {suffix}", f"browser_builder_{suffix}"
     page.goto("/agents/new")
-    page.get_by_label("Label", exact=True).fill("Browser builder")
+    page.get_by_label("Label", exact=True).fill(label)
     page.get_by_label("Tool name", exact=True).fill("place_block")
     page.get_by_role("button", name="Add client tool").click()
 
     expect(page.get_by_role("status")).to_contain_text('Added the client tool "place_block"')
-    expect(page.get_by_label("Label", exact=True)).to_have_value("Browser builder")  # the rest of the form is kept
+    expect(page.get_by_label("Label", exact=True)).to_have_value(label)  # the rest of the form is kept
     place = client_tool(page, "place_block")
     expect(place.get_by_label("Return directly")).to_have_count(0)
     expect(place.get_by_label("Multiple call error message")).to_have_count(0)
@@ -42,45 +43,45 @@ def test_add_a_client_tool_restrict_it_and_save(page):
     region.get_by_label("Values").fill("footer")
     page.get_by_role("button", name="Create agent").click()
 
-    expect(page).to_have_url(re.compile(r"/agents/browser_builder$"))
+    expect(page).to_have_url(re.compile(rf"/agents/{agent_id}$"))
     expect(page.get_by_role("table").filter(has_text="Client tool")).to_contain_text("Error: one block per response.")
-    settings = page.request.get("/api/agents/browser_builder").json()["client_tools"]["place_block"]
+    settings = page.request.get(f"/api/agents/{agent_id}").json()["client_tools"]["place_block"]
     assert settings["restrict_multiple_calls"] is True
     assert settings["argument_rules"] == {"region": {"action": "force_value", "values": ["footer"], "hide": False}}
 
 
-def test_without_javascript_a_client_tool_is_added_and_removed(browser, base_url, put_agent):
-    put_agent("plain_builder", {"label": "Plain builder"})
+def test_without_javascript_a_client_tool_is_added_and_removed(browser, base_url, new_agent):
+    agent_id = new_agent("plain_builder", {"label": "Plain builder"})
     context = browser.new_context(java_script_enabled=False, base_url=base_url)
     page = context.new_page()
-    page.goto("/agents/plain_builder/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     page.get_by_label("Tool name", exact=True).fill("place_block")
     page.get_by_role("button", name="Add client tool").click()
     place = client_tool(page, "place_block")
     expect(place.get_by_label("Multiple call error message")).to_be_visible()  # always there without JavaScript
     place.get_by_label("Max calls per run").fill("3")
     page.get_by_role("button", name="Save agent").click()
-    assert page.request.get("/api/agents/plain_builder").json()["client_tools"]["place_block"]["max_calls_per_run"] == 3
+    assert page.request.get(f"/api/agents/{agent_id}").json()["client_tools"]["place_block"]["max_calls_per_run"] == 3
 
-    page.goto("/agents/plain_builder/edit")
+    page.goto(f"/agents/{agent_id}/edit")
     page.get_by_role("button", name="Remove place_block").click()
     expect(page.get_by_role("status")).to_contain_text('Removed the client tool "place_block"')
     expect(client_tool(page, "place_block")).to_have_count(0)
     page.get_by_role("button", name="Save agent").click()
-    assert page.request.get("/api/agents/plain_builder").json()["client_tools"] == {}
+    assert page.request.get(f"/api/agents/{agent_id}").json()["client_tools"] == {}
     context.close()
 
 
-def test_a_proxied_conversation_shows_the_round_the_app_never_saw(page, put_agent, base_url):
+def test_a_proxied_conversation_shows_the_round_the_app_never_saw(page, new_agent, base_url):
     script = [
         {"tool_calls": [{"name": "place_block", "arguments": {"block": "hero"}}] * 2},
         {"tool_calls": [{"id": "hero", "name": "place_block", "arguments": {"block": "hero"}}]},
     ]
-    put_agent(
+    agent_id = new_agent(
         "proxied",
         {"label": "Proxied", "client_tools": {"place_block": {"restrict_multiple_calls": True}}, "script": script},
     )
-    sdk = openai.OpenAI(base_url=f"{base_url}/proxy/proxied/v1", api_key="unused", max_retries=0)
+    sdk = openai.OpenAI(base_url=f"{base_url}/proxy/{agent_id}/v1", api_key="unused", max_retries=0)
     raw = sdk.chat.completions.with_raw_response.create(
         model="m", messages=[{"role": "user", "content": "A hero."}], tools=[PLACE]
     )

@@ -4,12 +4,11 @@ middle of a step, and a run whose server was killed shown as interrupted after a
 
 import json
 import re
-import uuid
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.run_page import round_section, start_run
+from tests.e2e.run_page import fact, round_section, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
 from tests.live_http import WAITRESS, AppProcess
 
@@ -37,10 +36,6 @@ new MutationObserver(() => {
 """
 
 
-def unique(name):
-    return f"{name}_{uuid.uuid4().hex[:8]}"
-
-
 def slow_agent(provider_id, script=SCRIPT):
     return {
         "label": "Slow live agent",
@@ -54,16 +49,12 @@ def answer_region(page):
     return page.get_by_role("region", name="Answer", exact=True)
 
 
-def stop_reason(page):
-    return page.locator(".run-facts .stop-reason")
-
-
 def test_each_round_shows_as_soon_as_its_response_is_handled_with_a_clock_running(
-    page, put_agent, live_server, monkeypatch
+    page, new_agent, suffix, live_server, monkeypatch
 ):
-    provider_id, agent_id = unique("slow"), unique("e2e_live")
+    provider_id = f"slow_{suffix}"
     with slow_model(live_server.app.config["DATABASE"], provider_id, SCRIPT, monkeypatch=monkeypatch) as model:
-        put_agent(agent_id, slow_agent(provider_id))
+        agent_id = new_agent("e2e_live", slow_agent(provider_id))
         page.add_init_script(WATCH_ROUNDS)
         page.goto(f"/agents/{agent_id}/run")
         start_run(page, "Which bundles does content have?")
@@ -78,7 +69,7 @@ def test_each_round_shows_as_soon_as_its_response_is_handled_with_a_clock_runnin
         expect(answer_region(page)).to_contain_text("Not yet: the run has not ended.")
 
         expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW * 2)
-        expect(stop_reason(page)).to_have_text("Answered")
+        expect(fact(page, "Stop reason")).to_have_text("Answered")
         expect(page.locator(".run-state")).to_have_count(0)
         seen = page.evaluate("window.roundsSeen")
 
@@ -88,28 +79,29 @@ def test_each_round_shows_as_soon_as_its_response_is_handled_with_a_clock_runnin
     assert all(0 < latency < 0.5 for latency in latencies), latencies
 
 
-def test_the_finished_live_page_reads_as_the_run_s_permanent_page(page, put_agent, live_server, monkeypatch):
-    provider_id, agent_id = unique("slow"), unique("e2e_live")
+def test_the_finished_live_page_reads_as_the_run_s_permanent_page(page, new_agent, suffix, live_server, monkeypatch):
+    provider_id = f"slow_{suffix}"
     with slow_model(live_server.app.config["DATABASE"], provider_id, SCRIPT, delay=0.2, monkeypatch=monkeypatch):
-        put_agent(agent_id, slow_agent(provider_id))
+        agent_id = new_agent("e2e_live", slow_agent(provider_id))
         page.goto(f"/agents/{agent_id}/run")
         start_run(page, "Which bundles does content have?")
         expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW)
-        live = page.locator("article.run").inner_text()
-        link = page.get_by_role("link", name=re.compile(r"^Run #\d+$"))
-        link.click()
+        live = page.get_by_test_id("run").inner_text()
+        page.get_by_role("link", name=re.compile(r"^Run #\d+$")).click()
         expect(page).to_have_url(re.compile(r"/runs/\d+$"))
-        expect(page.locator("article.run").get_by_role("region", name="Answer", exact=True)).to_contain_text(ANSWER)
-        assert page.locator("article.run").inner_text() == live
+        # Exactly the same text, laid out by the stylesheet (inner text follows the CSS), waited for until it loads.
+        expect(page.get_by_test_id("run")).to_have_text(re.compile(f"^{re.escape(live)}$"), use_inner_text=True)
 
 
-def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(page, put_agent, live_server, monkeypatch):
-    provider_id, agent_id = unique("slow"), unique("e2e_stop")
+def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(
+    page, new_agent, suffix, live_server, monkeypatch
+):
+    provider_id = f"slow_{suffix}"
     with slow_model(
         live_server.app.config["DATABASE"], provider_id, SCRIPT, delay=0.2, monkeypatch=monkeypatch
     ) as model:
         model.hold(from_request=2)
-        put_agent(agent_id, slow_agent(provider_id))
+        agent_id = new_agent("e2e_stop", slow_agent(provider_id))
         page.goto(f"/agents/{agent_id}/run")
         start_run(page, "Which bundles does content have?")
         expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
@@ -118,7 +110,7 @@ def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(page, 
         expect(page.get_by_text("Stopping after the current step…")).to_be_visible(timeout=SLOW)
         model.release()
 
-        expect(stop_reason(page)).to_have_text("Stopped by a person", timeout=SLOW)
+        expect(fact(page, "Stop reason")).to_have_text("Stopped by a person", timeout=SLOW)
         second = round_section(page, 2)
         expect(second).to_contain_text("1 call executed")  # the response that had come in was carried out
         expect(second.get_by_role("row").filter(has_text="call_2_1")).to_contain_text('"article"')
@@ -158,14 +150,14 @@ def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_res
             server, base = serve(database, "restarted.log")
 
             page.goto(f"{base}{run_url}")
-            expect(stop_reason(page)).to_have_text("Interrupted", timeout=SLOW)
+            expect(fact(page, "Stop reason")).to_have_text("Interrupted", timeout=SLOW)
             expect(round_section(page, 1)).to_contain_text("list_entity_types")
             expect(answer_region(page)).to_contain_text("Not yet")
             page.get_by_role("button", name="Resume").click()
 
             expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW)
             expect(round_section(page, 2)).to_contain_text('"article"')
-            expect(stop_reason(page)).to_have_text("Answered")
+            expect(fact(page, "Stop reason")).to_have_text("Answered")
             run = page.request.get(f"{base}/api{run_url}").json()
             assert run["state"] == "finished" and len(run["rounds"]) == 3
     finally:

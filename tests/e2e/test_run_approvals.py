@@ -2,7 +2,6 @@
 and see what went back to the model; and without JavaScript, edit a call's arguments through the plain forms."""
 
 import re
-import uuid
 
 import pytest
 from playwright.sync_api import expect
@@ -31,10 +30,8 @@ AGENT = {
 
 
 @pytest.fixture
-def agent_id(put_agent):
-    agent_id = f"e2e_reviewed_{uuid.uuid4().hex[:8]}"
-    put_agent(agent_id, AGENT)
-    return agent_id
+def agent_id(new_agent):
+    return new_agent("e2e_reviewed", AGENT)
 
 
 def call_row(page, call_id):
@@ -58,8 +55,8 @@ def test_approve_one_call_and_reject_another_and_see_what_went_back_to_the_model
     second.get_by_role("button", name="Reject", exact=True).click()
 
     expect(heading).to_contain_text("1 of 3 calls rejected")
-    expect(call_row(page, "call_1_1").locator("pre.tool-message")).to_contain_text('"article"')
-    expect(call_row(page, "call_1_2").locator("pre.tool-message")).to_have_text(REJECTION)
+    expect(call_row(page, "call_1_1").get_by_test_id("call-sent-back")).to_contain_text('"article"')
+    expect(call_row(page, "call_1_2").get_by_test_id("call-sent-back")).to_have_text(REJECTION)
     expect(call_row(page, "call_1_2")).to_contain_text("Rejected by a reviewer: Tags are not needed.")
     expect(call_row(page, "call_1_3")).to_contain_text("Executed")
     expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(ANSWER)
@@ -93,6 +90,6 @@ def test_without_javascript_a_reviewer_edits_the_arguments_and_approves_through_
         expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(ANSWER)
         edited = call_row(page, "call_1_1")
         expect(edited).to_contain_text("Approved by a reviewer with edited arguments")
-        expect(edited.locator("pre.tool-message")).to_contain_text('"image"')
+        expect(edited.get_by_test_id("call-sent-back")).to_contain_text('"image"')
     finally:
         context.close()

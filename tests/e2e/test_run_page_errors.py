@@ -8,16 +8,14 @@ from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 pytestmark = pytest.mark.e2e
 
-AGENT_ID = "e2e_refused"
+
+@pytest.fixture
+def agent_id(new_agent):
+    return new_agent("e2e_refused", bundles_agent())
 
 
-@pytest.fixture(scope="module", autouse=True)
-def agent(put_agent):
-    put_agent(AGENT_ID, bundles_agent())
-
-
-def test_a_run_sent_without_a_valid_csrf_token_says_why(page, context):
-    page.goto(f"/agents/{AGENT_ID}/run")
+def test_a_run_sent_without_a_valid_csrf_token_says_why(page, context, agent_id):
+    page.goto(f"/agents/{agent_id}/run")
     context.clear_cookies()  # the session expired: the form's CSRF token no longer matches
     start_run(page, BUNDLES_MESSAGE)
     alert = page.locator("#run-result").get_by_role("alert")

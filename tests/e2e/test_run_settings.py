@@ -9,23 +9,22 @@ from tests.run_scenarios import ENTITY_TYPES_CALL, bundles_agent
 
 pytestmark = pytest.mark.e2e
 
-AGENT_ID = "e2e_run_settings"
 RESTRICT = "Restrict to one call per response"
 MESSAGE = "Multiple call error message"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def agent(put_agent):
+@pytest.fixture
+def agent_id(new_agent):
     script = [{"tool_calls": [ENTITY_TYPES_CALL, ENTITY_TYPES_CALL]}, {"content": "Done."}]
-    put_agent(AGENT_ID, bundles_agent(script=script))
+    return new_agent("e2e_run_settings", bundles_agent(script=script))
 
 
 def tool_settings(page, name):
     return page.get_by_role("group", name=name, exact=True)
 
 
-def test_ticking_the_restriction_for_a_run_reveals_the_custom_message_the_run_then_uses(page):
-    page.goto(f"/agents/{AGENT_ID}/run")
+def test_ticking_the_restriction_for_a_run_reveals_the_custom_message_the_run_then_uses(page, agent_id):
+    page.goto(f"/agents/{agent_id}/run")
     page.get_by_text("Settings for this run").click()
     entity_types = tool_settings(page, "list_entity_types")
     expect(entity_types.get_by_label(MESSAGE)).to_have_count(0)
@@ -43,13 +42,13 @@ def test_ticking_the_restriction_for_a_run_reveals_the_custom_message_the_run_th
 
     first = round_section(page, 1)
     expect(first.get_by_role("heading")).to_contain_text("All 2 calls rejected — nothing executed")
-    expect(first.locator("pre.tool-message")).to_have_text(["Error: list_entity_types once per response."] * 2)
+    expect(first.get_by_test_id("call-sent-back")).to_have_text(["Error: list_entity_types once per response."] * 2)
     overrides = page.get_by_role("region", name="Overrides for this run")
     expect(overrides).to_contain_text('"multiple_call_error_message": "Error: [tool_name] once per response."')
 
 
-def test_a_tool_enabled_for_one_run_shows_its_settings(page):
-    page.goto(f"/agents/{AGENT_ID}/run")
+def test_a_tool_enabled_for_one_run_shows_its_settings(page, agent_id):
+    page.goto(f"/agents/{agent_id}/run")
     page.get_by_text("Settings for this run").click()
     page.get_by_text("Other tools (enable for this run)").click()
     layout = tool_settings(page, "get_layout")
