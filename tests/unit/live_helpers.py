@@ -8,7 +8,12 @@ from collections import Counter
 from hypothesis import strategies as st
 
 from engine import advance_run
-from tests.unit.unit_helpers import ARGUMENT_KINDS, CountingModel, InProcessScriptedModel, arguments_for
+from tests.unit.unit_helpers import (
+    ARGUMENT_KINDS,
+    CountingModel,
+    InProcessScriptedModel,
+    all_calls,
+)
 
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta")
@@ -48,25 +53,6 @@ def agents(draw, approvals=True):
     }
 
 
-def build_script(items):
-    """The script from drawn items; every call gets its own `n`, so a valid call that runs records exactly it."""
-    script, number = [], 0
-    for kind, value in items:
-        if kind == "answer":
-            script.append({"content": value})
-            continue
-        calls = []
-        for name, argument_kind, variant in value:
-            number += 1
-            if argument_kind == "repeat":
-                arguments = {"n": variant % 2}
-            else:
-                arguments = arguments_for(argument_kind, variant, number)
-            calls.append({"name": name, "arguments": arguments})
-        script.append({"tool_calls": calls})
-    return script
-
-
 def counting(script):
     return CountingModel(InProcessScriptedModel(script))
 
@@ -85,10 +71,6 @@ def without_timing(run):
     """The run without what the clock decides: its duration and each request's latency."""
     rounds = [{key: value for key, value in round_.items() if key != "latency_ms"} for round_ in run["rounds"]]
     return {**{key: value for key, value in run.items() if key != "duration_ms"}, "rounds": rounds}
-
-
-def all_calls(run):
-    return [call for round_ in run["rounds"] for call in round_["calls"]]
 
 
 def assert_every_call_answered_once_in_order(run):

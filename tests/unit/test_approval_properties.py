@@ -12,13 +12,12 @@ from tests.unit.live_helpers import (
     agents,
     assert_every_call_answered_once_in_order,
     assert_spec_invariants,
-    build_script,
     counting,
     cut,
     scripts,
     without_timing,
 )
-from tests.unit.unit_helpers import RecordingTools
+from tests.unit.unit_helpers import RecordingTools, build_script
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 CHOICES = ("approve", "edit", "bad_edit", "reject", "reject_without_reason")

@@ -17,7 +17,8 @@ from tests.unit.unit_helpers import (
     CountingModel,
     InProcessScriptedModel,
     RecordingTools,
-    arguments_for,
+    all_calls,
+    build_script,
     counting_model,
 )
 
@@ -59,21 +60,6 @@ def agents(draw, with_settings=True):
     }
 
 
-def build_script(items):
-    """The script from drawn items; every call gets its own `n`, so a valid call that runs records exactly it."""
-    script, number = [], 0
-    for kind, value in items:
-        if kind == "answer":
-            script.append({"content": value})
-            continue
-        calls = []
-        for name, argument_kind, variant in value:
-            number += 1
-            calls.append({"name": name, "arguments": arguments_for(argument_kind, variant, number)})
-        script.append({"tool_calls": calls})
-    return script
-
-
 class ToolsIgnoringModel(InProcessScriptedModel):
     """A model that answers every request as if tools were offered: it may call tools on a request without any."""
 
@@ -87,10 +73,6 @@ def run(agent, items, fails=(), through_sdk=False, model_class=InProcessScripted
     model = counting_model(script) if through_sdk else CountingModel(model_class(script))
     result = run_agent({**agent, "script": []}, "Go.", registry=tools.registry, model=model)
     return result, model, tools
-
-
-def all_calls(result):
-    return [call for round_ in result["rounds"] for call in round_["calls"]]
 
 
 @PROPERTY_SETTINGS

@@ -8,16 +8,14 @@ from engine import run_agent, start_run, stop_run
 from tests.unit.live_helpers import (
     advance,
     agents,
-    all_calls,
     assert_every_call_answered_once_in_order,
     assert_spec_invariants,
-    build_script,
     counting,
     cut,
     scripts,
     without_timing,
 )
-from tests.unit.unit_helpers import RecordingTools
+from tests.unit.unit_helpers import RecordingTools, all_calls, build_script
 
 PROPERTY_SETTINGS = settings(max_examples=120, deadline=None)
 

@@ -236,7 +236,10 @@ SCHEMA_FAILURES = ({}, {"n": "one"}, {"n": 1.5}, {"m": 1}, {"n": True})
 
 
 def arguments_for(kind, variant, n):
-    """Arguments of the given kind; `variant` picks among the bad ones, `n` numbers a valid call."""
+    """Arguments of the given kind; `variant` picks among the bad ones, `n` numbers a valid call. "repeat" is a
+    small `n` that other calls share, so that identical calls happen."""
+    if kind == "repeat":
+        return {"n": variant % 2}
     if kind == "valid":
         return {"n": n}
     if kind == "valid_text":
@@ -248,3 +251,22 @@ def arguments_for(kind, variant, n):
     if variant == len(SCHEMA_FAILURES):
         return {"n": n, "extra": True}
     return copy.deepcopy(SCHEMA_FAILURES[variant % len(SCHEMA_FAILURES)])
+
+
+def build_script(items):
+    """The script from drawn items; every call gets its own `n`, so a valid call that runs records exactly it."""
+    script, number = [], 0
+    for kind, value in items:
+        if kind == "answer":
+            script.append({"content": value})
+            continue
+        calls = []
+        for name, argument_kind, variant in value:
+            number += 1
+            calls.append({"name": name, "arguments": arguments_for(argument_kind, variant, number)})
+        script.append({"tool_calls": calls})
+    return script
+
+
+def all_calls(run):
+    return [call for round_ in run["rounds"] for call in round_["calls"]]
