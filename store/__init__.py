@@ -7,11 +7,9 @@ Every function takes the sqlite-utils Database as its first argument (`store.db.
 
 from datetime import UTC, datetime
 
-from sqlite_utils.db import NotFoundError
-
 from engine.config import ValidationError
 
-__all__ = ["NotFound", "RevisionConflict", "ValidationError", "get_row", "now", "row_exists"]
+__all__ = ["NotFound", "RevisionConflict", "ValidationError", "get_row", "insert_row", "now", "row_exists"]
 
 
 class NotFound(LookupError):
@@ -35,14 +33,28 @@ def now():
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def get_row(table, row_id, message):
-    """The row with that id as a dict; raises NotFound(message) when there is none (an integer id too large for
-    SQLite included)."""
+# Plain queries: sqlite-utils' `db[table].get` reads the schema (three queries) before every lookup.
+def get_row(db, table, row_id, message):
+    """The row of `table` with that id as a dict; raises NotFound(message) when there is none (an integer id too
+    large for SQLite included)."""
     try:
-        return table.get(row_id)
-    except (NotFoundError, OverflowError):
-        raise NotFound(message) from None
+        row = next(db.query(f'SELECT * FROM "{table}" WHERE id = ?', [row_id]), None)
+    except OverflowError:
+        row = None
+    if row is None:
+        raise NotFound(message)
+    return row
 
 
-def row_exists(table, row_id):
-    return table.count_where("id = ?", [row_id]) > 0
+def row_exists(db, table, row_id):
+    try:
+        return db.execute(f'SELECT 1 FROM "{table}" WHERE id = ?', [row_id]).fetchone() is not None
+    except OverflowError:
+        return False
+
+
+def insert_row(db, table, row):
+    """Insert a row of SQLite values (no schema read, unlike sqlite-utils' insert); returns its rowid."""
+    columns = ", ".join(f'"{column}"' for column in row)
+    marks = ", ".join("?" * len(row))
+    return db.execute(f'INSERT INTO "{table}" ({columns}) VALUES ({marks})', list(row.values())).lastrowid

@@ -4,8 +4,10 @@ by the pages, the API and the CLI), checks the revision, and writes in one trans
 
 import json
 import sqlite3
+import threading
+from collections import OrderedDict
 
-from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, validate_agent, with_defaults
+from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
 from . import NotFound, RevisionConflict, get_row, now, row_exists
 from .db import write_transaction
@@ -25,13 +27,45 @@ def _agent_from_rows(row, tool_rows):
 
 
 def _tool_rows(db, agent_id):
-    return db["agent_tools"].rows_where("agent_id = ?", [agent_id], order_by="position")
+    return db.query("SELECT * FROM agent_tools WHERE agent_id = ? ORDER BY position", [agent_id])
 
 
 def get_agent(db, agent_id):
     """The stored agent's JSON form, every default filled in. Raises NotFound."""
-    row = get_row(db["agents"], agent_id, f'No agent with id "{agent_id}".')
+    row = get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".')
     return _agent_from_rows(row, _tool_rows(db, agent_id))
+
+
+_configs = OrderedDict()  # (registry, agent id, revision, data, tool rows) -> (AgentConfig, its JSON form)
+_configs_lock = threading.Lock()
+CONFIGS_KEPT = 64
+
+
+def get_agent_config(db, agent_id, registry):
+    """(the frozen AgentConfig, the agent's JSON form) of the stored agent, validated against the registry's tools,
+    as engine.config.load_agent gives them. Built once per version of the agent's rows and shared: the JSON form is
+    read, never changed. The key is the rows' content, so an edit, by another process too, is seen at once.
+    Raises NotFound."""
+    row = get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".')
+    tool_rows = list(_tool_rows(db, agent_id))
+    key = (
+        registry,
+        agent_id,
+        row["revision"],
+        row["data"],
+        tuple((tool["tool_name"], tool["settings"]) for tool in tool_rows),
+    )
+    with _configs_lock:
+        loaded = _configs.get(key)
+        if loaded is not None:
+            _configs.move_to_end(key)
+            return loaded
+    loaded = load_agent(_agent_from_rows(row, tool_rows), known_tools=registry.parameters_by_name())
+    with _configs_lock:
+        _configs[key] = loaded
+        while len(_configs) > CONFIGS_KEPT:
+            _configs.popitem(last=False)
+    return loaded
 
 
 def list_agents(db):
@@ -46,7 +80,7 @@ def list_agents(db):
 
 
 def agent_exists(db, agent_id):
-    return row_exists(db["agents"], agent_id)
+    return row_exists(db, "agents", agent_id)
 
 
 def agents_using_provider(db, provider_id):
@@ -69,7 +103,7 @@ def validate(db, data, known_tools):
         errors["revision"] = f"must be a whole number from 1 to {REVISION_MAX}"
     provider = data.get("provider", SCRIPTED_PROVIDER) if isinstance(data, dict) else None
     if "provider" not in errors and isinstance(provider, str) and provider != SCRIPTED_PROVIDER:
-        if not row_exists(db["providers"], provider):
+        if not row_exists(db, "providers", provider):
             errors["provider"] = f'no provider connection has the id "{provider}"'
     if errors:
         raise ValidationError(errors)

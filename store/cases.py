@@ -44,7 +44,7 @@ def case_json(case):
 
 def get_case(db, case_id):
     """The stored case. Raises NotFound."""
-    return _case_from_row(get_row(db["cases"], case_id, f"No case with id {case_id}."))
+    return _case_from_row(get_row(db, "cases", case_id, f"No case with id {case_id}."))
 
 
 def list_cases(db, agent_id=None):

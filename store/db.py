@@ -1,5 +1,5 @@
-"""The database connection: one sqlite-utils Database per request, kept on `g` and closed at teardown, and the
-one helper every write goes through.
+"""The database connection: one sqlite-utils Database per request, taken from a pool of idle ones, kept on `g` and
+given back at teardown; and the one helper every write goes through.
 
 Outside a request (the CLI at start-up, migrations) use `open_db(path)`. Every connection switches foreign
 keys on, which SQLite leaves off by default.
@@ -22,8 +22,9 @@ from flask import current_app, g
 BUSY_TIMEOUT_MS = 10_000
 
 
-def open_db(path):
-    db = sqlite_utils.Database(path)
+def open_db(path, any_thread=False):
+    """A connection to the database file; `any_thread`: one thread at a time may use it, whichever (the pool's)."""
+    db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=not any_thread))
     db.execute("PRAGMA foreign_keys=ON")
     db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     # With WAL, NORMAL survives an application crash and only fsyncs at checkpoints: each stored run is cheaper.
@@ -78,38 +79,59 @@ def restrict_to_owner(path):
             os.chmod(name, 0o600)
 
 
-_kept_open = OrderedDict()  # database path -> an idle connection to it
-_kept_open_lock = threading.Lock()
-KEPT_OPEN = 4  # databases; more only in the tests, each of which has its own
+class _ConnectionPool:
+    """Idle connections per database file, handed to one request at a time. Opening a connection costs more than
+    the queries of a proxied request; and SQLite checkpoints the WAL, fsync included, when the last connection to a
+    database closes, which a request closing its own paid for every time. Held connections are never more than
+    the server's threads; only the databases used last stay open (more are opened in the tests only, each of which
+    has its own)."""
+
+    DATABASES = 4
+    IDLE_PER_DATABASE = 16
+
+    def __init__(self):
+        self._idle = OrderedDict()  # database path -> idle Databases, last returned last
+        self._lock = threading.Lock()
+
+    def take(self, path):
+        with self._lock:
+            idle = self._idle.get(path)
+            if idle:
+                return idle.pop()
+        return open_db(path, any_thread=True)
+
+    def give_back(self, path, db):
+        if db.conn.in_transaction:  # a request that failed inside a transaction it opened by hand
+            db.conn.rollback()
+        closing = []
+        with self._lock:
+            idle = self._idle.setdefault(path, [])
+            self._idle.move_to_end(path)
+            if len(idle) < self.IDLE_PER_DATABASE:
+                idle.append(db)
+            else:
+                closing.append(db)
+            while len(self._idle) > self.DATABASES:
+                closing.extend(self._idle.popitem(last=False)[1])
+        for unused in closing:
+            unused.close()
 
 
-def _keep_open(path):
-    """Hold one idle connection to the database for the process. SQLite checkpoints the WAL, fsync included, when
-    the last connection to a database closes: without this, every request paid for one when it closed its own
-    (milliseconds, more than the rest of a proxied request). With it, the WAL is checkpointed as it grows."""
-    with _kept_open_lock:
-        if path in _kept_open:
-            _kept_open.move_to_end(path)
-            return
-        connection = sqlite3.connect(path, check_same_thread=False)
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file, and its WAL
-        _kept_open[path] = connection
-        while len(_kept_open) > KEPT_OPEN:
-            _kept_open.popitem(last=False)[1].close()
+_pool = _ConnectionPool()
 
 
 def get_db():
+    """The request's connection, from the pool; back to it at teardown."""
     if "db" not in g:
-        path = current_app.config["DATABASE"]
-        _keep_open(path)
-        g.db = open_db(path)
+        g.db_path = current_app.config["DATABASE"]
+        g.db = _pool.take(g.db_path)
     return g.db
 
 
 def close_db(exception=None):
     db = g.pop("db", None)
     if db is not None:
-        db.close()
+        _pool.give_back(g.pop("db_path"), db)
 
 
 def init_app(app):

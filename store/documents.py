@@ -48,11 +48,11 @@ def list_documents(db):
 
 
 def get_document(db, doc_id):
-    return get_row(db["documents"], doc_id, f'No document with id "{doc_id}".')
+    return get_row(db, "documents", doc_id, f'No document with id "{doc_id}".')
 
 
 def document_exists(db, doc_id):
-    return row_exists(db["documents"], doc_id)
+    return row_exists(db, "documents", doc_id)
 
 
 def create_document(db, data):

@@ -11,19 +11,13 @@ PER_PAGE = 50
 def add_entries(db, entries, run_id=None, created_at=None):
     """Append log entries ({level, kind, agent_id, message}); the caller holds the transaction if it needs one."""
     created_at = created_at or now()
-    rows = [
-        {
-            "created_at": created_at,
-            "level": entry["level"],
-            "kind": entry["kind"],
-            "agent_id": entry.get("agent_id"),
-            "run_id": run_id,
-            "message": entry["message"],
-        }
-        for entry in entries
-    ]
-    if rows:
-        db["log"].insert_all(rows)
+    db.conn.executemany(
+        "INSERT INTO log (created_at, level, kind, agent_id, run_id, message) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (created_at, entry["level"], entry["kind"], entry.get("agent_id"), run_id, entry["message"])
+            for entry in entries
+        ],
+    )
 
 
 def list_entries(db, agent_id=None, level=None, before=None, after=None, per_page=PER_PAGE):

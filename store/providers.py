@@ -10,6 +10,7 @@ server's other secrets to a URL of its choosing. Runs read only such variables, 
 import json
 import os
 import re
+from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
@@ -77,9 +78,29 @@ def key_variable_allowed(name, key_variables=()):
     return name.endswith(KEY_SUFFIX) or name in key_variables
 
 
+class KeyEnviron(Mapping):
+    """The variables of `environ` a run may read a key from: a view, checked on lookup, since a run reads one or
+    two of them and copying the whole environment costs more than the rest of a proxied request's set-up."""
+
+    def __init__(self, environ, key_variables=()):
+        self._environ = environ
+        self._key_variables = tuple(key_variables)
+
+    def __getitem__(self, name):
+        if not key_variable_allowed(name, self._key_variables):
+            raise KeyError(name)
+        return self._environ[name]
+
+    def __iter__(self):
+        return (name for name in self._environ if key_variable_allowed(name, self._key_variables))
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+
 def key_environ(environ, key_variables=()):
     """The variables of `environ` a run may read a key from."""
-    return {name: value for name, value in environ.items() if key_variable_allowed(name, key_variables)}
+    return KeyEnviron(environ, key_variables)
 
 
 def validate_provider(data, key_variables=()):
@@ -145,13 +166,13 @@ def list_providers(db):
 
 
 def get_provider(db, provider_id):
-    return _from_row(get_row(db["providers"], provider_id, f'No provider connection with id "{provider_id}".'))
+    return _from_row(get_row(db, "providers", provider_id, f'No provider connection with id "{provider_id}".'))
 
 
 def create_provider(db, data, key_variables=()):
     provider = validate_provider(data, key_variables)
     with write_transaction(db):
-        if row_exists(db["providers"], provider["id"]):
+        if row_exists(db, "providers", provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
         db["providers"].insert(_to_row(provider))
     return get_provider(db, provider["id"])

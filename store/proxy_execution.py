@@ -8,7 +8,7 @@ or stored. No Flask here.
 
 import time
 
-from engine.config import SCRIPTED_PROVIDER, load_agent
+from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import answer_request
 from engine.proxy_request import read_request
 from engine.proxy_runs import continuation_point, continued_run, new_run, restored_history, starts_a_turn
@@ -25,10 +25,8 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
     """(the engine.proxy.Exchange, the stored run). Raises store.NotFound for an unknown agent and
     ValidationError naming the field of a bad body; a failed upstream request is a stored run with stop_reason
     "error" and the Exchange's `error`."""
-    agent = agent_store.get_agent(db, agent_id)
+    config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
     request = read_request(body)
-    registry = registry or default_registry()
-    config, merged = load_agent(agent, known_tools=registry.parameters_by_name())
     point = continuation_point(request.messages)
     stored = run_store.proxied_run_with_conversation(db, agent_id, point[0]) if point else None
     history = restored_history(stored, request.messages, point[1]) if stored else None

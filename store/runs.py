@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import replace
 
-from . import get_row, history, now
+from . import get_row, history, insert_row, now
 from . import log as log_store
 from .db import write_transaction
 from .run_format import run_from_row, stored_row
@@ -49,7 +49,7 @@ def save_run(db, run):
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     with write_transaction(db):
-        run_id = db["runs"].insert({**_row(result), "created_at": created_at}).last_pk
+        run_id = insert_row(db, "runs", {**_row(result), "created_at": created_at})
         log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=created_at)
     return {"id": run_id, **result, "created_at": created_at}
 
@@ -64,7 +64,7 @@ def insert_started_run(db, run, loop_state, lease_until):
         "lease_until": lease_until,
     }
     with write_transaction(db):
-        run_id = db["runs"].insert(values).last_pk
+        run_id = insert_row(db, "runs", values)
         log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=values["created_at"])
     return run_id
 
@@ -92,7 +92,7 @@ def claim_run(db, run_id, claim, lease_until):
 
 def step_input(db, run_id):
     """(the stored run, its loop state) of a run the caller holds."""
-    row = get_row(db["runs"], run_id, f"No run with id {run_id}.")
+    row = get_row(db, "runs", run_id, f"No run with id {run_id}.")
     return _run_from_row(row), json.loads(row["loop_state"]) if row["loop_state"] else None
 
 
@@ -186,7 +186,7 @@ def proxied_run_with_conversation(db, agent_id, conversation_key):
 
 def get_run(db, run_id):
     """The stored run dict with its `id` and `created_at`. Raises NotFound."""
-    return _run_from_row(get_row(db["runs"], run_id, f"No run with id {run_id}."))
+    return _run_from_row(get_row(db, "runs", run_id, f"No run with id {run_id}."))
 
 
 def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE, source=None):

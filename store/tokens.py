@@ -44,7 +44,7 @@ def list_tokens(db):
 
 
 def get_token(db, token_id):
-    row = get_row(db["api_tokens"], token_id, f"No API token with id {token_id}.")
+    row = get_row(db, "api_tokens", token_id, f"No API token with id {token_id}.")
     return {key: row[key] for key in ("id", "name", "hint", "created_at")}
 
 

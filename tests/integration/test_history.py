@@ -9,6 +9,7 @@ import pytest
 
 from store import log as log_store
 from store import runs as run_store
+from store.db import write_transaction
 
 AGENTS = ("alpha", "beta")
 REASONS = ("answered", "round_cap", "error")
@@ -140,7 +141,8 @@ def test_no_runs_page_scans_or_sorts_the_runs(database, many_runs, filters, posi
 @pytest.mark.parametrize("filters", [{}, {"agent_id": "a"}, {"level": "error"}, {"agent_id": "a", "level": "error"}])
 def test_no_log_page_scans_or_sorts_the_log(database, filters):
     entry = {"level": "error", "kind": "policy_violation", "agent_id": "a", "message": "Entry."}
-    log_store.add_entries(database, [entry] * 120)
+    with write_transaction(database):
+        log_store.add_entries(database, [entry] * 120)
 
     def read(db):
         log_store.list_entries(db, **filters, before=70)

@@ -4,6 +4,7 @@ to its run; the violation reads as SPEC §5 says."""
 import pytest
 
 from store import log as log_store
+from store.db import write_transaction
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
@@ -51,9 +52,10 @@ def test_filter_by_agent(client, two_agents):
 
 def test_filter_by_level(client, two_agents, database):
     run(client, "bundles")
-    log_store.add_entries(
-        database, [{"level": "warning", "kind": "provider_error", "agent_id": "other", "message": "Slow model."}]
-    )
+    with write_transaction(database):
+        log_store.add_entries(
+            database, [{"level": "warning", "kind": "provider_error", "agent_id": "other", "message": "Slow model."}]
+        )
     warnings = html_of(client.get("/log?level=warning"))
     assert "Slow model." in warnings and "single-call" not in warnings
     errors = html_of(client.get("/log?level=error"))
@@ -86,7 +88,8 @@ def test_gate_api_violations_have_no_run(client, two_agents):
 def test_the_log_is_paginated(client, database):
     entry = {"level": "info", "kind": "policy_violation", "agent_id": "a"}
     entries = [{**entry, "message": f"Entry {number}."} for number in range(55)]
-    log_store.add_entries(database, entries)
+    with write_transaction(database):
+        log_store.add_entries(database, entries)
     first = html_of(client.get("/log"))
     assert "Entry 54." in first and "Entry 5." in first and "Entry 4." not in first and "Newer" not in first
     assert '<a rel="next" href="/log?before=6">Older</a>' in first
