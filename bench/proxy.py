@@ -13,13 +13,13 @@ import time
 from contextlib import contextmanager
 
 import openai
-from werkzeug.serving import make_server
+from waitress.server import create_server
 
 from app import create_app
 from store import agents as agent_store
 from store import providers as provider_store
 from store.db import open_db
-from tests.live_http import WAITRESS, AppProcess, QuietRequestHandler
+from tests.live_http import WAITRESS, AppProcess
 
 from .concurrency import percentile
 
@@ -79,21 +79,18 @@ def instant_upstream(environ, start_response):
     return [ANSWER]
 
 
-class KeepAliveHandler(QuietRequestHandler):
-    protocol_version = "HTTP/1.1"  # as model servers speak: the clients keep their connections from call to call
-
-
 @contextmanager
 def serving_upstream():
-    server = make_server("127.0.0.1", 0, instant_upstream, threaded=True, request_handler=KeepAliveHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    """The upstream on waitress, which keeps connections open from request to request as model servers do (werkzeug's
+    server closes each one, so every request would pay for a new connection and a new thread)."""
+    server = create_server(instant_upstream, host="127.0.0.1", port=0, threads=4)
+    thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield f"http://127.0.0.1:{server.effective_port}"
     finally:
-        server.shutdown()
+        server.close()
         thread.join(timeout=5)
-        server.server_close()
 
 
 def _prepare(folder, upstream_url):

@@ -68,8 +68,7 @@ def upstream_tools(config, request):
     for entry, tool in zip(request.tools, request.declared, strict=True):
         settings = config.client_tools.get(tool.name)
         if settings is not None:
-            entry = copy.deepcopy(entry)
-            entry["function"].update(tool.schema_for_model(settings)["function"])
+            entry = {**entry, "function": {**entry["function"], **tool.schema_for_model(settings)["function"]}}
         entries.append(entry)
     return entries
 

@@ -9,7 +9,16 @@ from datetime import UTC, datetime
 
 from engine.config import ValidationError
 
-__all__ = ["NotFound", "RevisionConflict", "ValidationError", "get_row", "insert_row", "now", "row_exists"]
+__all__ = [
+    "NotFound",
+    "RevisionConflict",
+    "ValidationError",
+    "get_row",
+    "insert_row",
+    "now",
+    "row_exists",
+    "select_rows",
+]
 
 
 class NotFound(LookupError):
@@ -33,17 +42,24 @@ def now():
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-# Plain queries: sqlite-utils' `db[table].get` reads the schema (three queries) before every lookup.
+def select_rows(db, sql, params=()):
+    """The rows of a SELECT as dicts. For the requests that must be quick: sqlite-utils' `db.query` wraps each
+    SELECT in a savepoint of its own, and `db[table].get` reads the schema (three queries) before every lookup."""
+    cursor = db.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
 def get_row(db, table, row_id, message):
     """The row of `table` with that id as a dict; raises NotFound(message) when there is none (an integer id too
     large for SQLite included)."""
     try:
-        row = next(db.query(f'SELECT * FROM "{table}" WHERE id = ?', [row_id]), None)
+        rows = select_rows(db, f'SELECT * FROM "{table}" WHERE id = ?', [row_id])
     except OverflowError:
-        row = None
-    if row is None:
+        rows = []
+    if not rows:
         raise NotFound(message)
-    return row
+    return rows[0]
 
 
 def row_exists(db, table, row_id):

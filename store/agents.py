@@ -9,7 +9,7 @@ from collections import OrderedDict
 
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
-from . import NotFound, RevisionConflict, get_row, now, row_exists
+from . import NotFound, RevisionConflict, get_row, now, row_exists, select_rows
 from .db import write_transaction
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
@@ -27,7 +27,7 @@ def _agent_from_rows(row, tool_rows):
 
 
 def _tool_rows(db, agent_id):
-    return db.query("SELECT * FROM agent_tools WHERE agent_id = ? ORDER BY position", [agent_id])
+    return select_rows(db, "SELECT * FROM agent_tools WHERE agent_id = ? ORDER BY position", [agent_id])
 
 
 def get_agent(db, agent_id):
@@ -47,7 +47,7 @@ def get_agent_config(db, agent_id, registry):
     read, never changed. The key is the rows' content, so an edit, by another process too, is seen at once.
     Raises NotFound."""
     row = get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".')
-    tool_rows = list(_tool_rows(db, agent_id))
+    tool_rows = _tool_rows(db, agent_id)
     key = (
         registry,
         agent_id,

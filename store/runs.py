@@ -176,12 +176,11 @@ def continue_run(db, run_id, run, conversation_key, new_log):
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):
     """The agent's latest proxied run whose client holds this conversation, or None."""
-    rows = db.query(
+    found = db.execute(
         "SELECT id FROM runs WHERE agent_id = ? AND conversation_key = ? ORDER BY id DESC LIMIT 1",
         [agent_id, conversation_key],
-    )
-    found = next(iter(rows), None)
-    return get_run(db, found["id"]) if found else None
+    ).fetchone()
+    return get_run(db, found[0]) if found else None
 
 
 def get_run(db, run_id):
