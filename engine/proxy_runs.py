@@ -39,20 +39,39 @@ def _canonical(message):
     return json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+def _digest_message(digest, message):
+    digest.update(_canonical(message).encode())
+    digest.update(b"\n")
+
+
 def conversation_key(messages):
     """A digest of a conversation as the client holds it."""
     digest = hashlib.sha256()
     for message in messages:
-        digest.update(_canonical(message).encode())
-        digest.update(b"\n")
+        _digest_message(digest, message)
     return digest.hexdigest()
 
 
-def continuation_point(messages):
-    """(key, length) of the conversation up to the client's last assistant message, the answer an earlier request
-    got; None when it has none."""
-    last = max((index for index, message in enumerate(messages) if message["role"] == "assistant"), default=None)
-    return None if last is None else (conversation_key(messages[: last + 1]), last + 1)
+class ClientConversation:
+    """The conversation a client sent, digested once (it grows with every round, and is read on every request):
+    `point`, the (key, length) of its part up to the client's last assistant message — the answer an earlier
+    request got, which a stored run may hold — or None when it has none; and `key_with(answer)`, the key of the
+    conversation with the answer this request gets."""
+
+    def __init__(self, messages):
+        self.messages = messages
+        last = max((index for index, message in enumerate(messages) if message["role"] == "assistant"), default=None)
+        self._digest = hashlib.sha256()
+        self.point = None
+        for index, message in enumerate(messages):
+            _digest_message(self._digest, message)
+            if index == last:
+                self.point = (self._digest.hexdigest(), last + 1)
+
+    def key_with(self, answer):
+        digest = self._digest.copy()
+        _digest_message(digest, answer)
+        return digest.hexdigest()
 
 
 def starts_a_turn(messages, length):
@@ -66,11 +85,11 @@ def restored_history(stored, messages, length):
     return [*copy.deepcopy(stored["messages"][: stored["conversation"]["upstream_length"]]), *messages[length:]]
 
 
-def _conversation(exchange, request, previous=None):
+def _conversation(exchange, conversation, previous=None):
     if exchange.completion is None:
         return previous
-    client_view = [*request.messages, exchange.completion["choices"][0]["message"]]
-    return {"key": conversation_key(client_view), "upstream_length": len(exchange.messages)}
+    key = conversation.key_with(exchange.completion["choices"][0]["message"])
+    return {"key": key, "upstream_length": len(exchange.messages)}
 
 
 def _counts(rounds):
@@ -84,7 +103,7 @@ def _counts(rounds):
     }
 
 
-def new_run(agent, exchange, request, duration_ms, continues_run=None):
+def new_run(agent, exchange, conversation, duration_ms, continues_run=None):
     """The run of a request that continues no stored one (or starts the next turn of `continues_run`)."""
     record = RunRecord(
         agent_id=agent["id"],
@@ -107,17 +126,17 @@ def new_run(agent, exchange, request, duration_ms, continues_run=None):
     return {
         **record.to_json(),
         "source": PROXY_SOURCE,
-        "conversation": _conversation(exchange, request),
+        "conversation": _conversation(exchange, conversation),
         "continues_run": continues_run,
     }
 
 
-def continued_run(stored, agent, exchange, request, length, duration_ms):
+def continued_run(stored, agent, exchange, conversation, length, duration_ms):
     """The stored run with this request's exchange added: the calls the client ran (answered by its tool messages
     after the first `length`) marked as run by the client with their output, then the new rounds."""
     results = {
         message["tool_call_id"]: message.get("content")
-        for message in request.messages[length:]
+        for message in conversation.messages[length:]
         if message["role"] == "tool"
     }
     rounds = copy.deepcopy(stored["rounds"])
@@ -143,7 +162,7 @@ def continued_run(stored, agent, exchange, request, length, duration_ms):
         "model_requests": stored.get("model_requests", 0) + exchange.requests,
         "log": [*stored.get("log", []), *exchange.log],
         "duration_ms": round(stored.get("duration_ms", 0) + duration_ms, 3),
-        "conversation": _conversation(exchange, request, stored["conversation"]),
+        "conversation": _conversation(exchange, conversation, stored["conversation"]),
         **_counts(rounds),
     }
     return {key: value for key, value in run.items() if key not in ("id", "created_at")}

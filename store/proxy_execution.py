@@ -11,7 +11,7 @@ import time
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import answer_request
 from engine.proxy_request import read_request
-from engine.proxy_runs import continuation_point, continued_run, new_run, restored_history, starts_a_turn
+from engine.proxy_runs import ClientConversation, continued_run, new_run, restored_history, starts_a_turn
 from engine.proxy_upstream import upstream_for_agent
 from engine.tools import default_registry
 
@@ -27,7 +27,8 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
     "error" and the Exchange's `error`."""
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
     request = read_request(body)
-    point = continuation_point(request.messages)
+    conversation = ClientConversation(request.messages)
+    point = conversation.point
     stored = run_store.proxied_run_with_conversation(db, agent_id, point[0]) if point else None
     history = restored_history(stored, request.messages, point[1]) if stored else None
     providers = _connection_of(db, config.provider)
@@ -36,12 +37,12 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
     exchange = answer_request(config, request, ask, history)
     duration_ms = (time.perf_counter() - started) * 1000
     if stored is not None and not starts_a_turn(request.messages, point[1]):
-        run = continued_run(stored, merged, exchange, request, point[1], duration_ms)
+        run = continued_run(stored, merged, exchange, conversation, point[1], duration_ms)
         saved = run_store.continue_run(db, stored["id"], run, point[0], exchange.log)
         if saved is not None:
             return exchange, saved
     continues = stored["id"] if stored is not None else None
-    return exchange, run_store.save_run(db, new_run(merged, exchange, request, duration_ms, continues))
+    return exchange, run_store.save_run(db, new_run(merged, exchange, conversation, duration_ms, continues))
 
 
 def _connection_of(db, provider_id):

@@ -9,7 +9,7 @@ import pytest
 from engine.config import ValidationError, load_agent
 from engine.proxy import answer_request
 from engine.proxy_request import current_turn, read_request
-from engine.proxy_runs import conversation_key
+from engine.proxy_runs import ClientConversation, conversation_key
 from engine.proxy_stream import completion_chunks, server_sent_events
 
 USER = {"role": "user", "content": "Go."}
@@ -173,6 +173,17 @@ def test_a_conversation_is_recognised_whatever_the_client_library_made_of_it():
     ]
     assert conversation_key(ours) == conversation_key(theirs)
     assert conversation_key([*ours, tool("a", "1")]) != conversation_key([*ours, tool("a", "2")])
+
+
+def test_a_conversation_digested_once_gives_the_keys_of_its_answered_part_and_of_it_with_the_answer():
+    earlier = {"role": "assistant", "content": None, "tool_calls": assistant(("a", "note", {"n": 1}))["tool_calls"]}
+    messages = [USER, earlier, tool("a", "1")]
+    answer = {"role": "assistant", "content": "Done."}
+    conversation = ClientConversation(messages)
+    assert conversation.point == (conversation_key(messages[:2]), 2)
+    assert conversation.key_with(answer) == conversation_key([*messages, answer])
+    assert conversation.key_with(answer) == conversation.key_with(answer)  # asking twice changes nothing
+    assert ClientConversation([USER]).point is None
 
 
 # --- Streamed -------------------------------------------------------------------------------------------------------
