@@ -11,7 +11,6 @@ what the client has seen (`key`, a digest of the client's view) so the next requ
 the client never saw back before asking the model again.
 """
 
-import copy
 import hashlib
 import json
 
@@ -81,8 +80,9 @@ def starts_a_turn(messages, length):
 
 def restored_history(stored, messages, length):
     """What to send upstream: the stored run's conversation as the model saw it (with the rounds the client never
-    saw), then the client's messages after the first `length`."""
-    return [*copy.deepcopy(stored["messages"][: stored["conversation"]["upstream_length"]]), *messages[length:]]
+    saw), then the client's messages after the first `length`. The stored run's messages are taken as they are:
+    it was read for this request, and messages are never changed once in a transcript."""
+    return [*stored["messages"][: stored["conversation"]["upstream_length"]], *messages[length:]]
 
 
 def _conversation(exchange, conversation, previous=None):
@@ -131,6 +131,19 @@ def new_run(agent, exchange, conversation, duration_ms, continues_run=None):
     }
 
 
+def _run_by_client(call, results):
+    """The call as run by the client when one of its tool messages (`results`: call id -> content) answers it."""
+    if call["status"] != ALLOWED or call["id"] not in results:
+        return call
+    output = results[call["id"]]
+    return {
+        **call,
+        "status": EXECUTED,
+        "run_by": CLIENT,
+        "output": output if isinstance(output, str) else json.dumps(output),
+    }
+
+
 def continued_run(stored, agent, exchange, conversation, length, duration_ms):
     """The stored run with this request's exchange added: the calls the client ran (answered by its tool messages
     after the first `length`) marked as run by the client with their output, then the new rounds."""
@@ -139,14 +152,9 @@ def continued_run(stored, agent, exchange, conversation, length, duration_ms):
         for message in conversation.messages[length:]
         if message["role"] == "tool"
     }
-    rounds = copy.deepcopy(stored["rounds"])
-    for round_ in rounds:
-        for call in round_["calls"]:
-            if call["status"] == ALLOWED and call["id"] in results:
-                output = results[call["id"]]
-                call.update(
-                    status=EXECUTED, run_by=CLIENT, output=output if isinstance(output, str) else json.dumps(output)
-                )
+    rounds = [
+        {**round_, "calls": [_run_by_client(call, results) for call in round_["calls"]]} for round_ in stored["rounds"]
+    ]
     for number, round_ in enumerate(exchange.rounds, start=len(rounds) + 1):
         rounds.append(round_.to_json() | {"number": number})
     run = {

@@ -161,17 +161,18 @@ def continue_run(db, run_id, run, conversation_key, new_log):
     """Replace a proxied run that a client request continued, and add that request's log entries, in one
     transaction — unless another request continued it first (its conversation key is no longer
     `conversation_key`): then nothing is written and the answer is None. Returns the run as stored."""
-    row = _row({key: value for key, value in run.items() if key not in ("id", "created_at")})
+    result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
+    row = _row(result)
     assignments = ", ".join(f"{column} = ?" for column in row)
     with write_transaction(db):
-        cursor = db.execute(
-            f"UPDATE runs SET {assignments} WHERE id = ? AND conversation_key = ?",
+        updated = db.execute(
+            f"UPDATE runs SET {assignments} WHERE id = ? AND conversation_key = ? RETURNING created_at",
             [*row.values(), run_id, conversation_key],
-        )
-        if cursor.rowcount != 1:
+        ).fetchone()
+        if updated is None:
             return None
         log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
-    return get_run(db, run_id)
+    return {"id": run_id, **result, "created_at": updated[0]}
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):
