@@ -44,10 +44,6 @@ class Review:
     verdicts: tuple
     restricted_tools: tuple  # names of restricted tools called more than once; empty when none
 
-    @property
-    def rejected_everything(self):
-        return bool(self.restricted_tools)
-
 
 _validators = {}
 VALIDATORS_KEPT = 512  # the proxy checks against the schemas its clients send: their names are not bounded

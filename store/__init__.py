@@ -29,7 +29,6 @@ class RevisionConflict(Exception):
     """A save carried a revision older (or newer) than the stored one: someone else saved first."""
 
     def __init__(self, agent_id, current_revision, sent_revision):
-        self.agent_id = agent_id
         self.current_revision = current_revision
         self.sent_revision = sent_revision
         super().__init__(

@@ -138,7 +138,6 @@ def test_a_restricted_tool_twice_rejects_both_calls():
         ("c2", False, "restricted_repeat", RESTRICTED_LIST_BUNDLES),
     ]
     assert result.restricted_tools == ("list_bundles",)
-    assert result.rejected_everything
 
 
 def test_every_other_call_gets_the_collateral_message():
