@@ -28,8 +28,7 @@ def _compact_json(value):
 
 
 def _same(first, second):
-    # `==` first: it is quick, and most values compared differ; equal ones must also keep their key order.
-    return first == second and json.dumps(first) == json.dumps(second)
+    return json.dumps(first) == json.dumps(second)
 
 
 def _column_keeps(key, value):
