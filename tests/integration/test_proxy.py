@@ -8,6 +8,8 @@ import httpx2
 import openai
 import pytest
 
+from store import agents as agent_store
+from store.db import open_db
 from tests.live_http import serving
 from tests.proxy_support import GET_LAYOUT, PLACE, FakeUpstream, add_upstream, completion, proxy_client, tool_results
 
@@ -193,6 +195,32 @@ def test_tools_go_upstream_with_the_agents_overrides_and_forced_values_come_back
     assert upstream.requests[0]["headers"]["authorization"] == "Bearer sk-upstream-key"
     call = answer.choices[0].message.tool_calls[0]
     assert json.loads(call.function.arguments) == {"component": "hero", "region": "footer"}
+
+
+def test_an_edit_to_the_agent_governs_the_next_proxied_request_whoever_made_it(app, client, upstream):
+    def described(text):
+        return {"place_components": {"description_override": text}}
+
+    put_agent(client, provider="upstream", client_tools=described("First."))
+    upstream.replies = [(200, completion(content="Done."))]
+    with proxy_client(app, "canvas") as sdk:
+        sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
+        other = open_db(app.config["DATABASE"])  # another connection, as another process of the app holds
+        try:
+            agent_store.save_agent(
+                other,
+                {**agent_store.get_agent(other, "canvas"), "client_tools": described("Second.")},
+                known_tools=None,
+            )
+        finally:
+            other.close()
+        sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
+        client.delete("/api/agents/canvas")
+        put_agent(client, provider="upstream", client_tools=described("Third."))  # revision 1 again
+        sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
+
+    descriptions = [body["tools"][0]["function"]["description"] for body in upstream.bodies]
+    assert descriptions == ["First.", "Second.", "Third."]
 
 
 @pytest.mark.parametrize(
