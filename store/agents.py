@@ -4,8 +4,7 @@ by the pages, the API and the CLI), checks the revision, and writes in one trans
 
 import json
 import sqlite3
-import threading
-from collections import OrderedDict
+from functools import lru_cache
 
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
@@ -30,15 +29,13 @@ def _tool_rows(db, agent_id):
     return select_rows(db, "SELECT * FROM agent_tools WHERE agent_id = ? ORDER BY position", [agent_id])
 
 
+def _stored_rows(db, agent_id):
+    return get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".'), _tool_rows(db, agent_id)
+
+
 def get_agent(db, agent_id):
     """The stored agent's JSON form, every default filled in. Raises NotFound."""
-    row = get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".')
-    return _agent_from_rows(row, _tool_rows(db, agent_id))
-
-
-_configs = OrderedDict()  # (registry, agent id, revision, data, tool rows) -> (AgentConfig, its JSON form)
-_configs_lock = threading.Lock()
-CONFIGS_KEPT = 64
+    return _agent_from_rows(*_stored_rows(db, agent_id))
 
 
 def get_agent_config(db, agent_id, registry):
@@ -46,26 +43,16 @@ def get_agent_config(db, agent_id, registry):
     as engine.config.load_agent gives them. Built once per version of the agent's rows and shared: the JSON form is
     read, never changed. The key is the rows' content, so an edit, by another process too, is seen at once.
     Raises NotFound."""
-    row = get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".')
-    tool_rows = _tool_rows(db, agent_id)
-    key = (
-        registry,
-        agent_id,
-        row["revision"],
-        row["data"],
-        tuple((tool["tool_name"], tool["settings"]) for tool in tool_rows),
-    )
-    with _configs_lock:
-        loaded = _configs.get(key)
-        if loaded is not None:
-            _configs.move_to_end(key)
-            return loaded
-    loaded = load_agent(_agent_from_rows(row, tool_rows), known_tools=registry.parameters_by_name())
-    with _configs_lock:
-        _configs[key] = loaded
-        while len(_configs) > CONFIGS_KEPT:
-            _configs.popitem(last=False)
-    return loaded
+    row, tool_rows = _stored_rows(db, agent_id)
+    tools = tuple((tool["tool_name"], tool["settings"]) for tool in tool_rows)
+    return _loaded_agent(registry, row["id"], row["revision"], row["data"], tools)
+
+
+@lru_cache(maxsize=64)
+def _loaded_agent(registry, agent_id, revision, data, tools):
+    row = {"id": agent_id, "revision": revision, "data": data}
+    tool_rows = [{"tool_name": name, "settings": settings} for name, settings in tools]
+    return load_agent(_agent_from_rows(row, tool_rows), known_tools=registry.parameters_by_name())
 
 
 def list_agents(db):
