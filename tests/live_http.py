@@ -100,9 +100,11 @@ def all_at_once(task, arguments, timeout=120):
 
 class AppProcess:
     """The app in a process of its own, started by `python SERVER_ARGUMENTS` on the database file `database`; its
-    output goes to `log_path`. `ready()` waits until it answers and gives its base URL; stop it with stop()."""
+    output goes to `log_path`. `ready()` waits until it answers `ready_path` and gives its base URL; stop it with
+    stop()."""
 
-    def __init__(self, server_arguments, database, log_path, **environment):
+    def __init__(self, server_arguments, database, log_path, ready_path="/agents", **environment):
+        self.ready_path = ready_path
         environment = {
             **os.environ,
             "TOOLGATE_DATABASE": str(database),
@@ -120,7 +122,7 @@ class AppProcess:
         while time.monotonic() < deadline:
             self.log.seek(0)
             found = LISTENING.search(self.log.read())
-            if found and self._answers(found.group(1)):
+            if found and self._answers(found.group(1), self.ready_path):
                 return found.group(1)
             if self.process.poll() is not None:
                 self.log.seek(0)
@@ -129,11 +131,11 @@ class AppProcess:
         raise RuntimeError("the server did not start in time")
 
     @staticmethod
-    def _answers(url):
+    def _answers(url, path):
         """gunicorn listens before its workers have built the app (and migrated the database)."""
         try:
             with browser(url) as client:
-                return client.get("/agents").status_code == 200
+                return client.get(path).status_code == 200
         except httpx2.HTTPError:
             return False
 
