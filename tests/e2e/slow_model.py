@@ -27,10 +27,16 @@ class TimedSlowModel:
         self.requests = 0
         self.hold_from = None  # the first request (1-based) whose response waits for release()
         self.released = threading.Event()
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()  # notified at each request
 
     def hold(self, from_request):
         self.hold_from = from_request
+
+    def wait_for_request(self, number, timeout=15.0):
+        """Wait until request `number` (1-based) has come in: the step that sent it is then in flight."""
+        with self.lock:
+            arrived = self.lock.wait_for(lambda: self.requests >= number, timeout)
+        assert arrived, f"the model had {self.requests} requests after {timeout} s, not {number}"
 
     def release(self):
         self.released.set()
@@ -39,6 +45,7 @@ class TimedSlowModel:
         with self.lock:
             self.requests += 1
             number = self.requests
+            self.lock.notify_all()
         # The model thinking: the server waits, never the test (it waits for what the page shows).
         threading.Event().wait(self.delay)
         if self.hold_from is not None and number >= self.hold_from:

@@ -105,6 +105,7 @@ def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(
         page.goto(f"/agents/{agent_id}/run")
         start_run(page, "Which bundles does content have?")
         expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
+        model.wait_for_request(2)  # Stop comes in the middle of step 2
 
         page.get_by_role("button", name="Stop").click()
         expect(page.get_by_text("Stopping after the current step…")).to_be_visible(timeout=SLOW)
@@ -143,6 +144,7 @@ def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_res
             start_run(page, "Which bundles does content have?")
             expect(round_section(page, 1)).to_be_visible(timeout=SLOW)
             run_url = page.get_by_role("link", name=re.compile(r"^Run #\d+$")).get_attribute("href")
+            model.wait_for_request(2)  # step 2 has begun, not only been asked for by the page
 
             server.process.kill()  # in the middle of step 2: its response is held
             server.stop()
