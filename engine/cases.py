@@ -23,13 +23,16 @@ from .config import (
     check_text,
     is_valid_id,
 )
-from .loop import ANSWERED, RETURN_DIRECTLY, ROUND_CAP, run_agent
+from .loop import ANSWERED, AWAITING_CLIENT, RETURN_DIRECTLY, ROUND_CAP, run_agent
+from .proxy_cases import client_from_run, client_problem, replay_as_client
+from .proxy_runs import PROXY_SOURCE
 from .scripted import REFERENCE, resolve_references
 from .types import ERROR, EXECUTED, REJECTED
 
 NAME_MAX = 200
-CASE_FIELDS = ("agent_id", "name", "message", "overrides", "script", "decisions", "expected", "unpinned")
-OPTIONAL_FIELDS = {"overrides": {}, "decisions": {}, "unpinned": []}
+CASE_FIELDS = ("agent_id", "name", "message", "overrides", "script", "decisions", "expected", "unpinned", "client")
+# `client`: for a proxied run, the client's part (engine.proxy_cases), which a replay plays; None for the others.
+OPTIONAL_FIELDS = {"overrides": {}, "decisions": {}, "unpinned": [], "client": None}
 EXPECTED_FIELDS = ("stop_reason", "answer", "rounds")
 EXPECTED_CALL_FIELDS = ("id", "name", "status", "reason", "message")
 CALL_FIELDS = ("status", "reason", "message")  # what a case pins of each call
@@ -46,8 +49,10 @@ IDENTIFIER = re.compile(r"(?=\S*\d)[\w\-.:]{8,}", re.ASCII)
 def replay_refusal(run):
     """Why the scripted model could not replay this run, or None when it can."""
     reason = run.get("stop_reason")
-    if run.get("source") == "proxy":
-        return "it came through the policy proxy: its tool calls ran on the client, which a replay cannot run"
+    if run.get("source") == PROXY_SOURCE and "client" not in run:
+        return "it came through the policy proxy before proxied runs kept what the client sent"
+    if reason == AWAITING_CLIENT:
+        return "the client never sent back the results of the calls it was handed last"
     if reason in REPLAYABLE_STOP_REASONS:
         return None
     if reason == "error":
@@ -184,6 +189,7 @@ def case_from_run(run, name):
         "decisions": decisions_from_run(run),
         "expected": expectation_from_run(run),
         "unpinned": ["answer"] if run["stop_reason"] == RETURN_DIRECTLY else [],
+        "client": client_from_run(run) if run.get("source") == PROXY_SOURCE else None,
     }
 
 
@@ -285,6 +291,9 @@ def validate_case(data):
         if script_error:
             errors["script"] = script_error
     _check_decisions(errors, case["decisions"])
+    client = client_problem(case["client"]) if case["client"] is not None else None
+    if client:
+        errors[client[0]] = client[1]
     if "expected" in case:
         _check_expected(errors, case["expected"])
     if not isinstance(case["unpinned"], list) or not all(isinstance(key, str) for key in case["unpinned"]):
@@ -387,11 +396,14 @@ def check_case(agent, case, **options):
     `options` go to run_agent (documents, registry...). A case the agent can no longer run (a tool it names was
     removed, say) fails with that reason."""
     try:
-        run = run_agent(agent, case["message"], replay_overrides(case), decisions=case["decisions"], **options)
+        if case["client"] is not None:
+            run = replay_as_client(agent, case["client"], replay_overrides(case), options.get("registry"))
+        else:
+            run = run_agent(agent, case["message"], replay_overrides(case), decisions=case["decisions"], **options)
     except ValidationError as error:
         return failed_check(f"The case cannot run against the agent as it is now: {error}")
     outcome = compare_outcome(case, run)
-    if run["state"] == "awaiting_approval":
+    if run.get("state") == "awaiting_approval":
         pending = run["pending_round"]
         waiting = [call["id"] for call in pending["calls"] if call["status"] == "awaiting_approval"]
         undecided = ", ".join(call_id for call_id in waiting if call_id not in case["decisions"])

@@ -42,7 +42,9 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
         if saved is not None:
             return exchange, saved
     continues = stored["id"] if stored is not None else None
-    return exchange, run_store.save_run(db, new_run(merged, exchange, conversation, duration_ms, continues))
+    opening = len(request.messages if history is None else history)
+    run = new_run(merged, exchange, conversation, duration_ms, (request.tools, opening), continues)
+    return exchange, run_store.save_run(db, run)
 
 
 def _connection_of(db, provider_id):

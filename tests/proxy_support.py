@@ -30,6 +30,20 @@ PLACE = {
     },
 }
 GET_LAYOUT = {"type": "function", "function": {"name": "get_layout", "description": "The page's components."}}
+# The canvas agent's restriction, the scripted answers that meet it and the message it rejects with.
+RESTRICTED = (
+    'Error: The tool "place_components" may only be called once per response. None of the tool calls in this '
+    "response were executed. Call it once, wait for its result, then call it again if you need to."
+)
+USER = {"role": "user", "content": "Build a page with a hero and a text."}
+RESTRICT = {"place_components": {"restrict_multiple_calls": True}}
+TWO_PLACEMENTS = {
+    "tool_calls": [
+        {"name": "place_components", "arguments": {"component": "hero"}},
+        {"name": "place_components", "arguments": {"component": "text"}},
+    ]
+}
+ONE_PLACEMENT = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
 
 
 def completion(content=None, calls=(), usage=None, finish_reason=None):

@@ -11,12 +11,21 @@ import pytest
 from store import agents as agent_store
 from store.db import open_db
 from tests.live_http import serving
-from tests.proxy_support import GET_LAYOUT, PLACE, FakeUpstream, add_upstream, completion, proxy_client, tool_results
-
-RESTRICTED = (
-    'Error: The tool "place_components" may only be called once per response. None of the tool calls in this '
-    "response were executed. Call it once, wait for its result, then call it again if you need to."
+from tests.proxy_support import (
+    GET_LAYOUT,
+    ONE_PLACEMENT,
+    PLACE,
+    RESTRICT,
+    RESTRICTED,
+    TWO_PLACEMENTS,
+    USER,
+    FakeUpstream,
+    add_upstream,
+    completion,
+    proxy_client,
+    tool_results,
 )
+
 PROXY_COLLATERAL = (
     "Error: This tool call was not executed, because another call in the same response was rejected. Call it again "
     "if you still need it."
@@ -25,15 +34,6 @@ MAX_ROUNDS_TEXT = (
     "I was unable to fully answer your question within the allowed number of processing steps. "
     "Please try rephrasing or narrowing your question."
 )
-USER = {"role": "user", "content": "Build a page with a hero and a text."}
-RESTRICT = {"place_components": {"restrict_multiple_calls": True}}
-TWO_PLACEMENTS = {
-    "tool_calls": [
-        {"name": "place_components", "arguments": {"component": "hero"}},
-        {"name": "place_components", "arguments": {"component": "text"}},
-    ]
-}
-ONE_PLACEMENT = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
 
 
 def put_agent(client, agent_id="canvas", **fields):
@@ -106,7 +106,7 @@ def test_three_requests_of_one_conversation_are_one_run_with_the_clients_results
     assert (run["tool_calls"], run["rejected_calls"], run["rounds_used"]) == (2, 2, 2)
     page = client.get(f"/runs/{run_ids[0]}").get_data(as_text=True)
     assert page.count("Run by the client") == 2
-    assert "cannot be saved as a regression case: it came through the policy proxy" in page
+    assert "Save as regression case</button>" in page
     assert "Run again</button>" not in page
     assert client.post(f"/runs/{run_ids[0]}/again").status_code == 303
     assert client.get("/api/runs").json["total"] == 1

@@ -296,6 +296,14 @@ def test_a_run_the_scripted_model_cannot_replay_cannot_become_a_case():
     assert "offered none" in replay_refusal(calls_without_tools)
 
 
+def test_a_proxied_run_kept_without_the_clients_part_or_left_waiting_for_it_cannot_become_a_case():
+    before = {"source": "proxy", "stop_reason": "answered", "agent_id": "t", "message": "Go.", "rounds": []}
+    waiting = {**before, "stop_reason": "awaiting_client", "client": {"tools": [], "opening_length": 1}}
+
+    assert replay_refusal(before) == "it came through the policy proxy before proxied runs kept what the client sent"
+    assert replay_refusal(waiting) == "the client never sent back the results of the calls it was handed last"
+
+
 def test_a_case_the_agent_can_no_longer_run_fails_with_the_reason():
     case = case_from_run(run_agent(bundles_agent(), "Go."), "bundles")
 
@@ -350,6 +358,23 @@ def changed(path, value):
             changed(["expected", "rounds", 1, "calls", 0, "reason"], ...),
             "expected.rounds.2.calls.1.reason",
             "is required",
+        ),
+        (changed(["client"], []), "client", "must be an object with messages, tools, results"),
+        (changed(["client"], {"messages": [], "tools": []}), "client", "must be an object with messages, tools"),
+        (
+            changed(["client"], {"messages": [{"role": "robot"}], "tools": [], "results": {}}),
+            "client.messages[0].role",
+            "must be one of: ",
+        ),
+        (
+            changed(["client"], {"messages": [{"role": "user", "content": "Go."}], "tools": [{}], "results": {}}),
+            "client.tools[0]",
+            "the proxy takes function tools",
+        ),
+        (
+            changed(["client"], {"messages": [{"role": "user", "content": "Go."}], "tools": [], "results": {"a": 1}}),
+            "client.results",
+            "must be an object mapping call ids to the text the client sent back",
         ),
         (changed(["unpinned"], "answer"), "unpinned", "must be a list of expectation keys"),
         (changed(["unpinned"], ["rounds/9/1/status"]), "unpinned", '"rounds/9/1/status" is not an expectation'),

@@ -1,7 +1,8 @@
 """Properties of the policy proxy (engine.proxy), for random agents and random upstream answers played over a whole
 conversation by a client that runs every call it gets: every response the client receives passes the gate, every
 transcript sent upstream answers each call id exactly once, and the upstream is asked at most once more than the
-rounds the client's conversation has left."""
+rounds the client's conversation has left; and such a conversation, saved as a regression case, replays to a pass
+against the same settings."""
 
 import json
 from collections import Counter
@@ -9,11 +10,14 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.cases import case_from_run, check_case, validate_case
 from engine.client_tools import proxy_view
 from engine.config import load_agent
 from engine.gate import review_calls
 from engine.proxy import answer_request
 from engine.proxy_request import current_turn, read_request
+from engine.proxy_runs import ClientConversation, continued_run, new_run, restored_history
+from engine.proxy_upstream import upstream_for_agent
 from engine.types import ToolCall
 
 SCHEMAS = {
@@ -157,3 +161,52 @@ def test_the_client_only_gets_gated_calls_and_upstream_gets_every_id_answered_on
             *({"role": "tool", "tool_call_id": call["id"], "content": "ok"} for call in message["tool_calls"]),
         ]
     assert_every_call_id_answered_once(messages)
+
+
+def script_item(answer):
+    """The scripted model's item for one upstream answer of the strategy."""
+    if answer == "text":
+        return {"content": "Done."}
+    calls = []
+    for call_id, name, value in answer:
+        calls.append({**({"id": call_id} if call_id else {}), "name": name, "arguments": value})
+    return {"tool_calls": calls}
+
+
+def proxied_run(agent, message):
+    """The run recorded for a conversation a client drives through the proxy to its end, running every call it
+    gets (the result names the call), as store.proxy_execution records each of its requests."""
+    config, merged = load_agent(agent)
+    ask = upstream_for_agent(config)
+    messages, run = [{"role": "system", "content": "Build pages."}, message], None
+    while True:
+        request = read_request({"model": "m", "messages": messages, "tools": TOOLS})
+        conversation = ClientConversation(request.messages)
+        length = conversation.point[1] if conversation.point else 0
+        history = restored_history(run, request.messages, length) if run else None
+        exchange = answer_request(config, request, ask, history)
+        if run is None:
+            run = new_run(merged, exchange, conversation, 1.0, (request.tools, len(request.messages)))
+        else:
+            run = continued_run(run, merged, exchange, conversation, length, 1.0)
+        answer = exchange.completion["choices"][0]["message"]
+        if exchange.stop_reason != "awaiting_client":
+            return {**run, "id": 1, "created_at": "2026-12-01T00:00:00Z"}
+        ran = [
+            {"role": "tool", "tool_call_id": call["id"], "content": f"ran {call['id']}"}
+            for call in answer["tool_calls"]
+        ]
+        messages = [*messages, answer, *ran]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(agent=agents(), upstream_answers=answers)
+def test_a_proxied_conversation_saved_as_a_case_replays_to_a_pass_against_the_same_settings(agent, upstream_answers):
+    agent = {**agent, "script": [script_item(answer) for answer in upstream_answers]}
+    run = proxied_run(agent, {"role": "user", "content": "Build it."})
+    case = validate_case(case_from_run(run, "Recorded through the proxy"))
+    assert case["client"]["results"] == {
+        call["id"]: f"ran {call['id']}" for round_ in run["rounds"] for call in round_["calls"] if call.get("run_by")
+    }
+    result = check_case(agent, case)
+    assert result["passed"], result["differences"]
