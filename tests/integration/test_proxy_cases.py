@@ -108,3 +108,31 @@ def test_a_proxied_case_with_a_tighter_policy_shows_the_new_rejection(app, clien
     assert result["differences"] == [
         "round 3, call_3_1 (place_components): expected executed, got rejected (call_limit)"
     ]
+
+
+def test_the_second_turn_of_a_proxied_conversation_saved_as_a_case_passes_with_the_first_turn_as_its_opening(
+    app, client
+):
+    text = {"tool_calls": [{"id": "text", "name": "place_components", "arguments": {"component": "text"}}]}
+    put_agent(client, script=[TWO_PLACEMENTS, ONE_PLACEMENT, {"content": "Placed."}, text, {"content": "Both."}])
+    messages = [SYSTEM, USER]
+    with proxy_client(app, "canvas") as sdk:
+        for follow_up in ({"role": "user", "content": "Now a text."}, None):
+            while True:
+                raw = sdk.chat.completions.with_raw_response.create(model="m", messages=messages, tools=[PLACE])
+                message = raw.parse().choices[0].message
+                messages += [message.model_dump(exclude_none=True), *tool_results(message)]
+                if not message.tool_calls:
+                    break
+            if follow_up:
+                messages.append(follow_up)
+    second = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
+    assert second["message"] == "Now a text." and second["continues_run"] is not None
+
+    case = saved_case(client, second["id"])
+    # The opening is the conversation as the model saw it, the first turn's hidden re-ask included.
+    roles = ["system", "user", "assistant", "tool", "tool", "assistant", "tool", "assistant", "user"]
+    assert [message["role"] for message in case["client"]["messages"]] == roles
+    assert case["client"]["results"] == {"text": "uuid-of-text"}
+    result = check(client)
+    assert result["passed"] is True, result["differences"]
