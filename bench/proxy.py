@@ -180,6 +180,8 @@ def _print_figures(title, samples):
     verdict = "within" if max(added) <= TARGET_MS else "OVER"
     figures_text = f"p50 {added[0]:+7.2f} ms   p95 {added[1]:+7.2f} ms"
     print(f"  added by the proxy                         {figures_text}   ({verdict} the {TARGET_MS:g} ms target)")
+    own = [proxy - hop for proxy, hop in zip(added, floor, strict=True)]
+    print(f"  of which Toolgate's own (proxy - floor)    p50 {own[0]:+7.2f} ms   p95 {own[1]:+7.2f} ms")
 
 
 @contextmanager
