@@ -24,7 +24,7 @@ from .config import (
     is_valid_id,
 )
 from .loop import ANSWERED, AWAITING_CLIENT, RETURN_DIRECTLY, ROUND_CAP, run_agent
-from .proxy_cases import client_from_run, client_problem, replay_as_client
+from .proxy_cases import client_from_run, client_problem, play_client
 from .proxy_runs import PROXY_SOURCE
 from .scripted import REFERENCE, resolve_references
 from .types import ERROR, EXECUTED, REJECTED
@@ -397,7 +397,7 @@ def check_case(agent, case, **options):
     removed, say) fails with that reason."""
     try:
         if case["client"] is not None:
-            run = replay_as_client(agent, case["client"], replay_overrides(case), options.get("registry"))
+            run = play_client(agent, case["client"], replay_overrides(case), options.get("registry"))
         else:
             run = run_agent(agent, case["message"], replay_overrides(case), decisions=case["decisions"], **options)
     except ValidationError as error:

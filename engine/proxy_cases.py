@@ -55,9 +55,10 @@ def client_problem(client):
     return None
 
 
-def replay_as_client(agent, client, overrides, registry=None):
-    """The run of the agent's policy proxy (the agent's JSON form, with `overrides`) answering a client that plays
-    `client` (client_from_run). Raises ValidationError naming the field when the merged agent is invalid."""
+def play_client(agent, client, overrides, registry=None):
+    """The proxied run of the agent (its JSON form, with `overrides`) that a client playing `client` (the form
+    client_from_run gives) drives to its end: a case's replay, or a recording of a client made up (the demo's).
+    Raises ValidationError naming the field when the merged agent is invalid."""
     registry = registry or default_registry()
     config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
     ask = upstream_for_agent(config)

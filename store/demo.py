@@ -6,6 +6,7 @@
 
 import engine
 from engine.cases import case_from_run
+from engine.proxy_cases import play_client
 from engine.tools.documents import CORPUS_FOLDER, load_corpus_files
 from store import agents as agent_store
 from store import cases as case_store
@@ -305,8 +306,33 @@ DEMO_CASES = {
     "docs_assistant": ("Every read runs: no tool is restricted", "How do refunds and shipping work?"),
     "catalog_page": ("A forbidden entity type and a repeated call are refused", "List the content types on a page."),
     "canvas_reviewed": ("The title is approved, the subtitle rejected", "Build a landing page with a hero."),
-    # Its proxied runs cannot become cases (the app ran their calls); run by Toolgate, no client tool is offered.
-    "browser_canvas": ("Toolgate never offers a client tool itself", "Build a landing page with a hero and a text."),
+    "browser_canvas": (
+        "Placements reach the app one at a time",
+        "Build a landing page with a hero and a text below it.",
+    ),
+}
+# The app a proxied demo case records, as examples/proxy_client.py plays it: its tools and the block ids it returns.
+DEMO_CLIENTS = {
+    "browser_canvas": {
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "place_block",
+                    "description": "Place a block on the page and return its id.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "block": {"type": "string", "enum": ["hero", "text", "image", "button"]},
+                            "below": {"type": "string", "description": "The id of the block to place it below."},
+                        },
+                        "required": ["block"],
+                    },
+                },
+            }
+        ],
+        "results": {"hero": "hero-5f2c1a", "call_3_1": "text-9b7e4d"},
+    },
 }
 # The reviewer's decisions of a demo case's run, for the agents whose calls require approval: part of its input.
 DEMO_DECISIONS = {
@@ -316,12 +342,12 @@ DEMO_DECISIONS = {
 
 def _demo_case(db, agent_id, known_tools):
     name, message = DEMO_CASES[agent_id]
-    run = engine.run_agent(
-        agent_store.get_agent(db, agent_id),
-        message,
-        decisions=DEMO_DECISIONS.get(agent_id),
-        documents=DocumentTable(db),
-    )
+    agent = agent_store.get_agent(db, agent_id)
+    if agent_id in DEMO_CLIENTS:
+        client = {**DEMO_CLIENTS[agent_id], "messages": [{"role": "user", "content": message}]}
+        run = play_client(agent, client, {})
+    else:
+        run = engine.run_agent(agent, message, decisions=DEMO_DECISIONS.get(agent_id), documents=DocumentTable(db))
     return case_store.validate(db, case_from_run(run, name), known_tools)
 
 

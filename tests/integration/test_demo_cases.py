@@ -41,6 +41,22 @@ def test_turning_a_demo_restriction_off_fails_its_case_on_round_one(demo_db, age
     assert case["last_check"]["differences"][0].startswith(f"round 1, call_1_1 ({tool}): expected rejected")
 
 
+def test_the_proxied_demo_case_plays_the_app_and_fails_once_its_client_tool_may_be_called_twice(demo_db):
+    [case] = case_store.list_cases(demo_db, "browser_canvas")
+    assert case["client"]["results"] == {"hero": "hero-5f2c1a", "call_3_1": "text-9b7e4d"}
+    agent = agent_store.get_agent(demo_db, "browser_canvas")
+    agent["client_tools"]["place_block"]["restrict_multiple_calls"] = False
+    agent_store.save_agent(demo_db, agent, default_registry().names())
+
+    [case] = case_checks.check_agent_cases(demo_db, "browser_canvas")
+
+    assert not case["last_check"]["passed"]
+    assert (
+        "round 1, call_1_1 (place_block): expected rejected (restricted_repeat), got allowed"
+        in (case["last_check"]["differences"])
+    )
+
+
 def test_loading_the_demo_again_keeps_one_case_per_agent(demo_db):
     load_demo(demo_db, default_registry().names(), replace=True)
 
