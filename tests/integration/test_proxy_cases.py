@@ -2,13 +2,18 @@
 policy proxy over real HTTP; its run becomes a case that keeps the client's part, and checking the case plays that
 client against the agent as it is now."""
 
+from tests.live_http import serving
 from tests.proxy_support import (
+    GET_LAYOUT,
     ONE_PLACEMENT,
     PLACE,
     RESTRICT,
     RESTRICTED,
     TWO_PLACEMENTS,
     USER,
+    FakeUpstream,
+    add_upstream,
+    completion,
     proxy_client,
     tool_results,
 )
@@ -26,12 +31,12 @@ def put_agent(client, **fields):
     assert response.status_code in (200, 201), response.json
 
 
-def proxied_conversation(app):
+def proxied_conversation(app, tools=(PLACE,)):
     """The run id of a conversation an app drove through the proxy to its answer, running every call it got."""
     messages = [SYSTEM, USER]
     with proxy_client(app, "canvas") as sdk:
         while True:
-            raw = sdk.chat.completions.with_raw_response.create(model="gpt-x", messages=messages, tools=[PLACE])
+            raw = sdk.chat.completions.with_raw_response.create(model="gpt-x", messages=messages, tools=list(tools))
             message = raw.parse().choices[0].message
             if not message.tool_calls:
                 return int(raw.headers["X-Toolgate-Run"])
@@ -136,3 +141,33 @@ def test_the_second_turn_of_a_proxied_conversation_saved_as_a_case_passes_with_t
     assert case["client"]["results"] == {"text": "uuid-of-text"}
     result = check(client)
     assert result["passed"] is True, result["differences"]
+
+
+def test_a_case_of_a_real_models_proxied_run_replays_what_it_answered_on_the_scripted_model(app, client):
+    fake = FakeUpstream(
+        completion(calls=[("a", "place_components", '{"component": "hero"}'), ("b", "get_layout", "{}")]),
+        completion(calls=[("c", "place_components", '{"component":"hero"}')]),
+        completion(calls=[("d", "get_layout", "{}"), ("e", "get_layout", "{}")]),
+        completion("A hero, and the layout read twice."),
+    )
+    with serving(fake) as url:
+        add_upstream(app, url)
+        put_agent(client, provider="upstream", client_tools={**RESTRICT, "get_layout": {"max_calls_per_run": 2}})
+        run_id = proxied_conversation(app, tools=(PLACE, GET_LAYOUT))
+    case = saved_case(client, run_id)
+    # The model's own ids and argument text, spacing included, are what the scripted model plays back.
+    assert [call["id"] for item in case["script"] for call in item.get("tool_calls", [])] == list("abcde")
+    assert case["script"][1]["tool_calls"][0]["arguments"] == '{"component":"hero"}'
+    assert case["client"]["results"] == {"a": "uuid-of-a", "b": "uuid-of-b", "c": "uuid-of-c"}
+    assert [(call["id"], call["reason"]) for call in case["expected"]["rounds"][2]["calls"]] == [
+        ("d", "not_run"),
+        ("e", "call_limit"),
+    ]
+
+    assert check(client)["passed"] is True
+    put_agent(client, provider="upstream", client_tools={**RESTRICT, "get_layout": {"max_calls_per_run": 1}})
+    assert check(client)["differences"] == [
+        "round 3, d (get_layout): expected rejected (not_run), got rejected (call_limit)",
+        'round 3, e (get_layout): message expected "Error: get_layout may be called at most 2 times per run.", '
+        'got "Error: get_layout may be called at most 1 times per run."',
+    ]
