@@ -85,7 +85,7 @@ def test_a_proxied_run_saved_as_a_case_keeps_the_clients_part_and_passes_against
 
 def test_a_proxied_case_fails_when_the_restriction_is_lifted_and_says_which_verdicts_changed(app, client):
     put_agent(client)
-    saved_case(client, proxied_conversation(app))
+    case = saved_case(client, proxied_conversation(app))
     put_agent(client, client_tools={})
 
     result = check(client)
@@ -99,6 +99,10 @@ def test_a_proxied_case_fails_when_the_restriction_is_lifted_and_says_which_verd
         "round 2, hero (place_components): expected executed, but not made",
         "round 3, call_3_1 (place_components): expected executed, but not made",
     ]
+    # The case page words a proxied call's status as the run page does: sent to the client, run by it.
+    page = client.get(f"/cases/{case['id']}").get_data(as_text=True)
+    assert page.count("Sent to the client") == 2  # what the check did in round 1
+    assert page.count("Run by the client") == 4  # rounds 2 and 3, in the expectation and in the check
 
 
 def test_a_proxied_case_with_a_tighter_policy_shows_the_new_rejection(app, client):
