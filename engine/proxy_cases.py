@@ -72,7 +72,7 @@ def play_client(agent, client, overrides, registry=None):
         exchange = answer_request(config, request, ask, history)
         duration_ms = (time.perf_counter() - started) * 1000
         if run is None:
-            run = new_run(merged, exchange, conversation, duration_ms, (request.tools, len(request.messages)))
+            run = new_run(merged, exchange, conversation, duration_ms, request.tools, len(request.messages))
         else:
             run = continued_run(run, merged, exchange, conversation, length, duration_ms)
         answer = exchange.completion["choices"][0]["message"] if exchange.completion else None

@@ -103,11 +103,11 @@ def _counts(rounds):
     }
 
 
-def new_run(agent, exchange, conversation, duration_ms, client, continues_run=None):
-    """The run of a request that continues no stored one (or starts the next turn of `continues_run`). `client`:
-    (the tools the client sent, as it sent them; how many of the exchange's messages came before its first round —
-    the client's, or the history restored for them), what a replay of the run as that client needs
-    (engine.proxy_cases)."""
+def new_run(agent, exchange, conversation, duration_ms, client_tools, opening_length, continues_run=None):
+    """The run of a request that continues no stored one (or starts the next turn of `continues_run`). What a replay
+    of the run as its client needs (engine.proxy_cases): `client_tools`, the tools the client sent, as it sent them;
+    `opening_length`, how many of the exchange's messages came before its first round (the client's, or the history
+    restored for them)."""
     record = RunRecord(
         agent_id=agent["id"],
         message=exchange.message,
@@ -131,7 +131,7 @@ def new_run(agent, exchange, conversation, duration_ms, client, continues_run=No
         "source": PROXY_SOURCE,
         "conversation": _conversation(exchange, conversation),
         "continues_run": continues_run,
-        "client": {"tools": list(client[0]), "opening_length": client[1]},
+        "client": {"tools": list(client_tools), "opening_length": opening_length},
     }
 
 

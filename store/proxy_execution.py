@@ -43,7 +43,7 @@ def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transp
             return exchange, saved
     continues = stored["id"] if stored is not None else None
     opening = len(request.messages if history is None else history)
-    run = new_run(merged, exchange, conversation, duration_ms, (request.tools, opening), continues)
+    run = new_run(merged, exchange, conversation, duration_ms, request.tools, opening, continues)
     return exchange, run_store.save_run(db, run)
 
 

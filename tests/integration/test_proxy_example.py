@@ -2,11 +2,13 @@
 ever gets one placement at a time, and its conversation is a proxied run whose page shows the round it never saw."""
 
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
 
 from engine.tools import default_registry
+from store import cases as case_store
 from store.demo import load_demo
 from tests.live_http import serving
 
@@ -38,3 +40,11 @@ def test_the_example_gets_one_placement_at_a_time_and_its_run_shows_the_hidden_r
     assert run["rounds"][2]["calls"][0]["arguments"] == {"block": "text", "below": hero}
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
     assert "Not shown to the client" in page and page.count("Run by the client") == 2
+
+
+def test_the_demo_case_of_browser_canvas_plays_the_example_with_the_tools_it_declares(database):
+    example = runpy.run_path(str(EXAMPLE), run_name="proxy_client")  # its definitions, without main()
+    load_demo(database, default_registry().parameters_by_name())
+
+    [case] = case_store.list_cases(database, "browser_canvas")
+    assert case["client"]["tools"] == example["TOOLS"]

@@ -186,7 +186,7 @@ def proxied_run(agent, message):
         history = restored_history(run, request.messages, length) if run else None
         exchange = answer_request(config, request, ask, history)
         if run is None:
-            run = new_run(merged, exchange, conversation, 1.0, (request.tools, len(request.messages)))
+            run = new_run(merged, exchange, conversation, 1.0, request.tools, len(request.messages))
         else:
             run = continued_run(run, merged, exchange, conversation, length, 1.0)
         answer = exchange.completion["choices"][0]["message"]
