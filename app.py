@@ -28,7 +28,8 @@ from blueprints import (
     tokens,
 )
 from engine.tools import default_registry
-from store import db, migrations, run_execution
+from services import runs as run_service
+from store import db, migrations
 
 csrf = CSRFProtect()
 
@@ -61,8 +62,8 @@ def create_app(test_config=None, instance_path=None):
         ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
         KEY_VARIABLES=(),  # environment variables a provider may name besides *_API_KEY
         # Seconds a run step may overrun its model's timeout, and a run may wait for its next step, before it reads
-        # "interrupted" (store/run_execution.py).
-        RUN_LEASE_SECONDS=run_execution.LEASE_SECONDS,
+        # "interrupted" (store/run_service.py).
+        RUN_LEASE_SECONDS=run_service.LEASE_SECONDS,
     )
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)

@@ -1,7 +1,7 @@
 """Command-line interface: `flask --app app COMMAND`. The commands use the same store functions, and so the
 same validation, as the pages and the API.
 
-`run-agent` takes the path the run page and the API take (store.run_execution.execute_and_store_run), so the run
+`run-agent` takes the path the run page and the API take (store.run_service.execute_and_store_run), so the run
 is stored and shows up in the history; it prints each round, its calls and rejections, and the answer, or with
 --json the run as `POST /api/agents/<id>/runs` returns it.
 
@@ -20,14 +20,13 @@ from flask import current_app
 from flask.cli import with_appcontext
 from werkzeug.security import generate_password_hash
 
-from blueprints import run_texts, tool_registry
-from blueprints.auth import login_enabled
-from blueprints.cases import checked_summary
-from blueprints.runs import run_options
-from blueprints.security import is_loopback
 from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
-from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
+from services import cases as case_service
+from services import demo, run_texts
+from services import runs as run_service
+from services.settings import is_loopback, login_enabled, run_options, tool_registry
+from store import NotFound, RevisionConflict, ValidationError, migrations
 from store import agents as agent_store
 from store import cases as case_store
 from store import db as store_db
@@ -237,7 +236,7 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         except RecursionError:
             raise BadInput("--overrides is nested too deeply; nothing was run.") from None
     try:
-        run = run_execution.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
+        run = run_service.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
     except NotFound as error:
         raise BadInput(str(error)) from None
     except ValidationError as error:
@@ -324,10 +323,10 @@ def check_cases_command(agent_ids, junit_file):
     cases = [
         case for agent_id in agent_ids or case_store.case_agent_ids(db) for case in case_store.list_cases(db, agent_id)
     ]
-    checked = case_checks.check_cases(db, cases, registry=tool_registry())
+    checked = case_service.check_cases(db, cases, registry=tool_registry())
     for case in checked:
         click.echo(_case_line(case))
-    click.echo(checked_summary(checked))
+    click.echo(case_service.checked_summary(checked))
     if junit_file:
         Path(junit_file).write_text(junit_xml(checked), encoding="utf-8")
     if any(not case["last_check"]["passed"] for case in checked):

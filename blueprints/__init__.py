@@ -19,11 +19,6 @@ from store.history import ID_MAX
 logger = logging.getLogger("toolgate")
 
 
-def tool_registry():
-    """The app's tool registry, built in create_app (tests inject their own)."""
-    return current_app.config["TOOL_REGISTRY"]
-
-
 def get_or_404(load, db, key):
     """`load(db, key)`, a store function that raises NotFound, or the 404 page."""
     try:

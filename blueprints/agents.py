@@ -9,10 +9,11 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import confirm_delete, done, forms, get_or_404, tool_registry
+from blueprints import confirm_delete, done, forms, get_or_404
 from blueprints.client_tool_forms import client_tool_edit, posted_client_tools
 from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, TOOL_NAME_PATTERN, ValidationError, machine_name
+from services.settings import tool_registry
 from store import RevisionConflict
 from store import agents as agent_store
 from store import cases as case_store

@@ -11,9 +11,10 @@ import json
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from blueprints import json_error, json_validation_error, tool_registry
+from blueprints import json_error, json_validation_error
 from engine import tools_for_agent
 from engine.config import ValidationError
+from services.settings import tool_registry
 from store import NotFound, RevisionConflict
 from store import agents as agent_store
 from store.db import get_db

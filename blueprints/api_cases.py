@@ -6,8 +6,10 @@ the API's one shape (blueprints.json_error). No request here has a body; the POS
 
 from flask import Blueprint, jsonify
 
-from blueprints import json_error, tool_registry
-from store import NotFound, case_checks
+from blueprints import json_error
+from services import cases as case_service
+from services.settings import tool_registry
+from store import NotFound
 from store import agents as agent_store
 from store import cases as case_store
 from store.db import get_db
@@ -44,7 +46,7 @@ def check_cases(agent_id):
     """Check every case of the agent: {"agent_id", "passed", "total", "failed", "cases": [...]}, 200 whether or not
     they pass (`passed` says; it is true when the agent has no case)."""
     try:
-        cases = case_checks.check_agent_cases(get_db(), agent_id, tool_registry())
+        cases = case_service.check_agent_cases(get_db(), agent_id, tool_registry())
     except NotFound as error:
         return json_error(404, str(error), "agent_id")
     summaries = [_summary(case) for case in cases]

@@ -1,7 +1,7 @@
 """The runs and gate API (SPEC §8), for programs: run a stored agent, read a stored run, or ask the gate about
 one response's tool calls without executing anything (for clients that drive their own loop).
 
-A run goes through `store.run_execution.execute_and_store_run`, the path the run page takes too, so the page
+A run goes through `store.run_service.execute_and_store_run`, the path the run page takes too, so the page
 renders what this API returns. A run that needs approval comes back waiting (`state` "awaiting_approval");
 `POST /api/runs/<id>/decisions` decides on its calls and goes on to the next stop. Errors are JSON in the API's
 one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 404 for an unknown agent or run,
@@ -12,9 +12,10 @@ one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 4
 from flask import Blueprint, jsonify, request, url_for
 
 from blueprints import json_error, json_validation_error, keyset_ids, whole_number
-from blueprints.runs import run_options
 from engine import STOP_REASONS, ValidationError
-from store import NotFound, run_execution
+from services import runs as run_service
+from services.settings import run_options
+from store import NotFound
 from store import runs as run_store
 from store.db import get_db
 
@@ -46,7 +47,7 @@ def create_run(agent_id):
         return failure
     db = get_db()
     try:
-        run = run_execution.execute_and_store_run(
+        run = run_service.execute_and_store_run(
             db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
         )
     except NotFound as error:
@@ -79,14 +80,14 @@ def decide(run_id):
     db = get_db()
     options = run_options()
     try:
-        run = run_execution.decide_stored_run(
+        run = run_service.decide_stored_run(
             db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
         )
         if run["state"] == "running":
-            run = run_execution.continue_stored_run(db, run_id, **options)
+            run = run_service.continue_stored_run(db, run_id, **options)
     except NotFound as error:
         return json_error(404, str(error), "run_id")
-    except run_execution.RunConflict as error:
+    except run_service.RunConflict as error:
         return json_error(409, str(error), "state")
     except ValidationError as error:
         return json_validation_error(error)
@@ -144,7 +145,7 @@ def review_gate(agent_id):
     if "tool_calls" not in data:
         return json_error(400, "is required (the tool calls of one model response)", "tool_calls")
     try:
-        review = run_execution.review_and_log_gate(
+        review = run_service.review_and_log_gate(
             get_db(),
             agent_id,
             data["tool_calls"],

@@ -18,6 +18,7 @@ from werkzeug.security import check_password_hash
 from wtforms import PasswordField
 
 from blueprints import error_response, is_api_request, is_proxy_request, json_error, openai_error
+from services.settings import login_enabled
 from store import tokens as token_store
 from store.db import get_db
 
@@ -40,10 +41,6 @@ class SessionCookies(SecureCookieSessionInterface):
 
     def get_cookie_secure(self, app):
         return super().get_cookie_secure(app) or request.is_secure
-
-
-def login_enabled():
-    return bool(current_app.config.get("ADMIN_PASSWORD") or current_app.config.get("ADMIN_PASSWORD_HASH"))
 
 
 def _bytes(text):

@@ -8,10 +8,12 @@ import json
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
-from blueprints import done, get_or_404, tool_registry
+from blueprints import done, get_or_404
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, case_form
 from engine.cases import call_key, expectation_values, replay_refusal
-from store import NotFound, ValidationError, case_checks
+from services import cases as case_service
+from services.settings import tool_registry
+from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import cases as case_store
 from store import runs as run_store
@@ -28,14 +30,6 @@ def case_helpers():
 def _require_token():
     if not DeleteForm().validate_on_submit():
         abort(400)
-
-
-def checked_summary(cases):
-    """What a check of several cases found, in one sentence, for the pages and the command line."""
-    if not cases:
-        return "There are no cases to check."
-    passed = sum(1 for case in cases if case["last_check"]["passed"])
-    return f"Checked {len(cases)} case{'s' if len(cases) != 1 else ''}: {passed} passed, {len(cases) - passed} failed."
 
 
 @bp.post("/runs/<int:run_id>/case")
@@ -96,7 +90,7 @@ def check_case(case_id):
     db = get_db()
     get_or_404(case_store.get_case, db, case_id)
     _require_token()
-    case = case_checks.check_one_case(db, case_id, tool_registry())
+    case = case_service.check_one_case(db, case_id, tool_registry())
     flash("The case passed." if case["last_check"]["passed"] else "The case failed: see what changed below.")
     return redirect(url_for("cases.show_case", case_id=case_id, _anchor="latest-check"), 303)
 
@@ -106,10 +100,10 @@ def check_agent_cases(agent_id):
     db = get_db()
     _require_token()
     try:
-        cases = case_checks.check_agent_cases(db, agent_id, tool_registry())
+        cases = case_service.check_agent_cases(db, agent_id, tool_registry())
     except NotFound:
         abort(404)
-    flash(checked_summary(cases))
+    flash(case_service.checked_summary(cases))
     return redirect(url_for("agents.view_agent", agent_id=agent_id, _anchor="cases"), 303)
 
 

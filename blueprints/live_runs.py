@@ -13,9 +13,11 @@ import json
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
-from blueprints.runs import is_htmx, next_hop_for, render_run, run_options
+from blueprints.runs import is_htmx, next_hop_for, render_run
 from engine import ValidationError
-from store import NotFound, run_execution
+from services import runs as run_service
+from services.settings import run_options
+from store import NotFound
 from store import runs as run_store
 from store.db import get_db
 
@@ -50,8 +52,8 @@ def step(run_id):
     _load(run_id)
     db = get_db()
     try:
-        run = run_execution.step_stored_run(db, run_id, **run_options())
-    except run_execution.RunConflict:
+        run = run_service.step_stored_run(db, run_id, **run_options())
+    except run_service.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
         return _live_update(run, "retry" if run.get("state") == "running" else None)
     except ValidationError as error:
@@ -64,8 +66,8 @@ def stop(run_id):
     """Stop after the current step: at once when no step holds the run, else as that step ends."""
     _load(run_id)
     try:
-        run = run_execution.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])
-    except run_execution.RunConflict as error:
+        run = run_service.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])
+    except run_service.RunConflict as error:
         run = run_store.get_run(get_db(), run_id)
         if not is_htmx():
             flash(str(error))
@@ -84,8 +86,8 @@ def resume(run_id):
     db = get_db()
     options = run_options()
     try:
-        run = run_execution.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
-    except run_execution.RunConflict as error:
+        run = run_service.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
+    except run_service.RunConflict as error:
         if is_htmx():
             return _live_update(run_store.get_run(db, run_id), notice=str(error))
         flash(str(error))
@@ -99,8 +101,8 @@ def resume(run_id):
 def _continue(db, run_id, options):
     """Without JavaScript, the request goes on with the run to its next stop (unless another request took it)."""
     try:
-        run_execution.continue_stored_run(db, run_id, **options)
-    except run_execution.RunConflict as error:
+        run_service.continue_stored_run(db, run_id, **options)
+    except run_service.RunConflict as error:
         flash(str(error))
 
 
@@ -134,7 +136,7 @@ def decide(run_id):
     edited = request.form.get("arguments") if request.form.get("decision") == "edit" else None
     try:
         call_id, decision = _posted_decision()
-        run = run_execution.decide_stored_run(
+        run = run_service.decide_stored_run(
             db,
             run_id,
             {call_id: decision},
@@ -142,7 +144,7 @@ def decide(run_id):
             registry=options["registry"],
             lease_seconds=options["lease_seconds"],
         )
-    except run_execution.RunConflict as error:
+    except run_service.RunConflict as error:
         if is_htmx():
             return _live_update(run_store.get_run(db, run_id), notice=str(error))
         flash(str(error))

@@ -5,9 +5,9 @@ variable a connection names; it is never stored nor shown, the page only says wh
 from flask import Blueprint, abort, current_app, render_template, request
 
 from blueprints import done, forms, get_or_404, save_posted
-from blueprints.security import configured_names
 from engine.config import machine_name
 from engine.providers import ProviderError, check_connection
+from services.settings import configured_names
 from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import providers as provider_store

@@ -1,7 +1,7 @@
 """The policy proxy (SPEC §8): `/proxy/<agent id>/v1` is an OpenAI-compatible base URL, so any app that speaks
 OpenAI's API gets the agent's tool policy by changing its base URL.
 
-`POST …/chat/completions` answers through store.proxy_execution (the agent's provider, the gate, the run
+`POST …/chat/completions` answers through services.proxy (the agent's provider, the gate, the run
 recorded); `GET …/models` lists the model it answers with. Answers and errors are in OpenAI's shapes, not the
 JSON API's — `{"error": {"message", "type", "param", "code"}}` — since the client is an OpenAI client; every
 answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the blueprint needs no CSRF token. With the
@@ -11,10 +11,11 @@ login on, the key a client sends must be an API token (blueprints.auth).
 from flask import Blueprint, Response, jsonify, request, url_for
 
 from blueprints import openai_error
-from blueprints.runs import run_options
 from engine.config import SCRIPTED_PROVIDER, ValidationError
-from engine.proxy_stream import server_sent_events
-from store import NotFound, proxy_execution
+from engine.proxy.stream import server_sent_events
+from services import proxy as proxy_service
+from services.settings import run_options
+from store import NotFound
 from store import agents as agent_store
 from store import providers as provider_store
 from store.db import get_db
@@ -34,7 +35,7 @@ def chat_completions(agent_id):
         return openai_error(400, "The body must be a JSON object: an OpenAI chat-completions request.")
     try:
         options = run_options()
-        exchange, run = proxy_execution.answer_and_record(
+        exchange, run = proxy_service.answer_and_record(
             get_db(),
             agent_id,
             body,
@@ -47,8 +48,9 @@ def chat_completions(agent_id):
     except ValidationError as error:
         return openai_error(400, str(error), code="invalid_value", param=error.field)
     if exchange.error is not None:
-        response = jsonify(exchange.error.to_json())
-        response.status_code = exchange.error.status
+        error = exchange.error
+        response, status = openai_error(error.status, error.message, code=error.code, error_type=error.type)
+        response.status_code = status
     elif body.get("stream"):
         include_usage = (body.get("stream_options") or {}).get("include_usage") is True
         response = Response(server_sent_events(exchange.completion, include_usage), mimetype="text/event-stream")

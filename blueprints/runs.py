@@ -9,19 +9,19 @@ one run dict with that one partial and its parts, so they read the same.
 """
 
 import json
-import os
 import time
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, tool_registry
+from blueprints import get_or_404, keyset_ids_or_400, list_filters
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
-from blueprints.security import configured_names
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
-from store import NotFound, run_execution, run_usage
+from services import run_texts
+from services import runs as run_service
+from services.settings import run_options, tool_registry
+from store import NotFound, run_usage
 from store import agents as agent_store
-from store import providers as provider_store
 from store import runs as run_store
 from store.db import get_db
 
@@ -60,20 +60,6 @@ def run_text_helpers():
 def elapsed_ms(run):
     """Milliseconds since a run that has not ended started, for its live clock."""
     return round(max(0.0, time.time() - run.get("started_at", time.time())) * 1000)
-
-
-def run_options():
-    """What a run needs from the app's config besides the database (tests inject a registry, an environment or a
-    client). A run reads API keys only from the variables a provider connection may name."""
-    environ = current_app.config.get("MODEL_ENVIRON")
-    return {
-        "registry": tool_registry(),
-        "environ": provider_store.key_environ(
-            os.environ if environ is None else environ, configured_names("KEY_VARIABLES")
-        ),
-        "transport": current_app.config.get("MODEL_TRANSPORT"),
-        "lease_seconds": current_app.config["RUN_LEASE_SECONDS"],
-    }
 
 
 def is_htmx():
@@ -175,7 +161,7 @@ def _start_or_execute(db, agent_id, message, overrides, repeated_from):
     until it ends or waits for approval."""
     options = run_options()
     if is_htmx() and request.form.get("live"):
-        run_id = run_execution.start_stored_run(
+        run_id = run_service.start_stored_run(
             db,
             agent_id,
             message,
@@ -186,7 +172,7 @@ def _start_or_execute(db, agent_id, message, overrides, repeated_from):
             lease_seconds=options["lease_seconds"],
         )
         return run_store.get_run(db, run_id)
-    return run_execution.execute_and_store_run(
+    return run_service.execute_and_store_run(
         db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
     )
 
@@ -231,7 +217,7 @@ def run_again(run_id):
         flash("A proxied run cannot be run again here: its client ran its tool calls.", "error")
         return redirect(url_for("runs.show_run", run_id=run_id), 303)
     try:
-        run = run_execution.repeat_and_store_run(db, run_id, **run_options())
+        run = run_service.repeat_and_store_run(db, run_id, **run_options())
     except NotFound:
         flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
     except ValidationError as error:

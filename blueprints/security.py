@@ -6,11 +6,10 @@ A page elsewhere can make a browser send requests here under its own name (DNS r
 framing by another site: the templates load their script and styles from static/ only.
 """
 
-import ipaddress
-
-from flask import current_app, request
+from flask import request
 
 from blueprints import error_response
+from services.settings import configured_names
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 CONTENT_SECURITY_POLICY = (
@@ -25,15 +24,6 @@ SECURITY_HEADERS = {
 }
 
 
-def configured_names(name):
-    """A config value listing names, as a list: a list already, or text separated by commas or spaces (how an
-    environment variable such as TOOLGATE_ALLOWED_HOSTS gives it)."""
-    value = current_app.config.get(name) or ()
-    if isinstance(value, str):
-        value = value.replace(",", " ").split()
-    return [str(item) for item in value]
-
-
 def host_name(host):
     """The name part of a Host header, lowercased: "[::1]:5000" → "[::1]", "Example.org:80" → "example.org"."""
     host = host.strip().lower()
@@ -46,16 +36,6 @@ def host_name(host):
 
 def allowed_hosts():
     return {*LOOPBACK_HOSTS, *(host_name(host) for host in configured_names("ALLOWED_HOSTS"))}
-
-
-def is_loopback(address):
-    """Whether serving on `address` (make run HOST=…) reaches this machine only."""
-    if address.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def refuse_other_hosts():

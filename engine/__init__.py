@@ -15,8 +15,9 @@ from .config import (
     fill_defaults,
     validate_agent,
 )
-from .loop import STOP_REASONS, advance_run, decide_run, run_agent, start_run, stop_run
+from .loop import advance_run, decide_run, run_agent, start_run, stop_run
 from .review import review_tool_calls, tools_for_agent
+from .round import STOP_REASONS
 from .tools import default_registry
 
 __all__ = [

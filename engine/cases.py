@@ -23,15 +23,16 @@ from .config import (
     check_text,
     is_valid_id,
 )
-from .loop import ANSWERED, AWAITING_CLIENT, RETURN_DIRECTLY, ROUND_CAP, run_agent
-from .proxy_cases import client_from_run, client_problem, play_client
-from .proxy_runs import PROXY_SOURCE
+from .loop import run_agent
+from .proxy.recording import PROXY_SOURCE
+from .proxy.replay import client_from_run, client_problem, play_client
+from .round import ANSWERED, AWAITING_CLIENT, RETURN_DIRECTLY, ROUND_CAP
 from .scripted import REFERENCE, resolve_references
 from .types import ERROR, EXECUTED, REJECTED
 
 NAME_MAX = 200
 CASE_FIELDS = ("agent_id", "name", "message", "overrides", "script", "decisions", "expected", "unpinned", "client")
-# `client`: for a proxied run, the client's part (engine.proxy_cases), which a replay plays; None for the others.
+# `client`: for a proxied run, the client's part (engine.proxy.replay), which a replay plays; None for the others.
 OPTIONAL_FIELDS = {"overrides": {}, "decisions": {}, "unpinned": [], "client": None}
 EXPECTED_FIELDS = ("stop_reason", "answer", "rounds")
 EXPECTED_CALL_FIELDS = ("id", "name", "status", "reason", "message")

@@ -17,19 +17,24 @@ from dataclasses import replace
 
 from . import texts
 from .approvals import REVIEWER_REJECTED, PendingRound, read_decisions
-from .call_ids import repair_call_ids
 from .config import MESSAGE_MAX, NOT_UNICODE, ValidationError, is_valid_unicode, load_agent
-from .gate import (
-    TOOLS_DISABLED,
-    Verdict,
-    call_key,
-    reject_without_tools,
-    restriction_log_message,
-    review_calls,
-    review_edited_arguments,
-)
+from .gate import Verdict, call_key, review_edited_arguments
 from .providers import ProviderError, model_for_agent
 from .redaction import redact
+from .round import (
+    ASK_AGAIN,
+    ERROR,
+    FINAL,
+    RETURN_DIRECTLY,
+    ROUND_CAP,
+    STOPPED,
+    answer_round,
+    log_entry,
+    next_step,
+    offers_tools,
+    round_cap_answer,
+    write_log,
+)
 from .tools import ToolError, default_registry
 from .tools.context import RunContext
 from .tools.documents import DOCUMENT_TOOLS, retrieve_into_context, store_for
@@ -39,22 +44,7 @@ from .types import ERROR as CALL_ERROR
 logger = logging.getLogger("toolgate")
 
 DOCUMENT_TOOL_NAMES = frozenset(tool.name for tool in DOCUMENT_TOOLS)
-
-ANSWERED = "answered"
-ROUND_CAP = "round_cap"
-RETURN_DIRECTLY = "return_directly"
-ERROR = "error"
-TRUNCATED = "truncated"
-CONTENT_FILTER = "content_filter"
-STOPPED = "stopped"
 TOOL_ERROR = "tool_error"
-AWAITING_CLIENT = "awaiting_client"  # a proxied run whose client got tool calls to run (engine.proxy)
-STOP_REASONS = (
-    *(ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR, TRUNCATED, CONTENT_FILTER, STOPPED),
-    AWAITING_CLIENT,
-)
-# An answer the provider cut off ends the run, its partial text the answer (SPEC §4).
-CUT_OFF_STOP_REASONS = {"length": TRUNCATED, "content_filter": CONTENT_FILTER}
 
 
 def _tool_output_text(output):
@@ -64,13 +54,12 @@ def _tool_output_text(output):
 class _Run:
     """The mutable state of one run, in memory between two steps; `to_state` and `from_state` are its JSON form."""
 
-    def __init__(self, config, agent, message, overrides, registry, documents, on_event):
+    def __init__(self, *, config, agent, message, overrides, registry, documents):
         self.config = config
         self.agent = agent
         self.message = message
         self.overrides = overrides
         self.registry = registry
-        self.on_event = on_event
         self.context = RunContext(documents=documents)
         self.messages = []
         self.rounds = []
@@ -93,17 +82,6 @@ class _Run:
     def state(self):
         return self.record().state
 
-    def emit(self, event):
-        if self.on_event is not None:
-            self.on_event(redact(event, self.secret))
-
-    def write_log(self, level, kind, message):
-        message = redact(message, self.secret)
-        entry = {"level": level, "kind": kind, "agent_id": self.config.id, "message": message}
-        self.log.append(entry)
-        logger.log(logging.ERROR if level == "error" else logging.WARNING, message)
-        self.emit({"type": "log", **entry})
-
     def tool_schemas(self):
         return self.registry.schemas_for_model(self.config.tools)
 
@@ -120,72 +98,66 @@ class _Run:
         self.stop_reason = stop_reason
         self.answer = answer
 
-    def cap_message(self):
-        return self.config.max_rounds_message or texts.MAX_ROUNDS
-
     def provider_failed(self, error, doing):
         self.error = redact(str(error), self.secret)
-        self.write_log("error", "provider_error", f'The agent "{self.config.id}" {doing}: {self.error}')
+        message = f'The agent "{self.config.id}" {doing}: {self.error}'
+        write_log([log_entry("error", "provider_error", self.config.id, message)], self.log)
         self.finish(ERROR, None)
 
     def step(self, model):
-        """One model request and what follows from its answer: a round, or a round that waits for approval."""
+        """One model request and what follows from its answer (engine.round): an answer, a reminder, or a tool
+        round carried out here — or left waiting for approval."""
         if not self.messages:
             self.start_messages()
-        offer = bool(self.config.tools) and self.rounds_used < self.config.max_rounds
-        tools = self.tool_schemas() if offer else None
+        tools = self.tool_schemas() if offers_tools(self.config, self.rounds_used) else None
         round_ = self.ask(model, tools)
         if round_ is None:
             return
-        response = round_.response
-        if not response.tool_calls and response.finish_reason in CUT_OFF_STOP_REASONS:
-            self.finish(CUT_OFF_STOP_REASONS[response.finish_reason], response.content or "")
-        elif not response.tool_calls:
-            round_ = self.after_answer(round_, response, offered=offer)
-        elif not offer:
-            round_ = self.answer_tool_calls(round_, reject_without_tools(response.tool_calls).verdicts)
-            self.finish(TOOLS_DISABLED, response.content or self.cap_message())
+        step = next_step(
+            round_,
+            config=self.config,
+            registry=self.registry,
+            rounds_used=self.rounds_used,
+            used_tools=self.executed,
+            calls_so_far=self.calls_so_far,
+            identical_so_far=self.identical_so_far,
+            artifacts=self.artifact_contents(),
+        )
+        self.messages.append(step.assistant)
+        write_log(step.log, self.log, self.secret)
+        self.rounds_used = step.rounds_used
+        round_ = step.round
+        if step.next_step == FINAL:
+            if step.verdicts:  # tool calls on a request that offered no tools: each answered, none run
+                round_ = self.answer_tool_calls(round_, step.verdicts)
+            self.finish(step.stop_reason, step.answer)
+        elif step.next_step == ASK_AGAIN:
+            self.messages.append({"role": "system", "content": step.reminder})
         else:
-            self.rounds_used += 1
-            round_ = self.tool_round(round_, response)
+            round_ = self.tool_round(round_, step.verdicts)
             if round_ is None:
                 return
         self.complete_round(round_)
 
     def ask(self, model, tools):
-        """One request: the round it starts, its call ids repaired and its answer in the transcript; None when
-        the provider failed (the run has ended with the error)."""
+        """One request: the round it starts, its call ids repaired; None when the provider failed (the run has
+        ended with the error)."""
         self.model_requests += 1
-        started = time.perf_counter()
+        started_at, started = time.time(), time.perf_counter()
         try:
             response = model.complete(self.messages, tools, self.config.parallel_tool_calls)
         except ProviderError as error:
             self.provider_failed(error, "stopped")
             return None
         latency_ms = (time.perf_counter() - started) * 1000
-        number = len(self.rounds) + 1
-        if response.tool_calls:
-            response = replace(response, tool_calls=repair_call_ids(response.tool_calls, number, self.call_ids))
-        self.append_assistant_message(response)
-        offered = tuple(tool["function"]["name"] for tool in tools) if tools else None
-        return Round(
-            number=number,
-            tools_offered=offered,
-            response=response,
-            tools_sent=tuple(tools) if tools else None,
-            latency_ms=latency_ms,
-        )
-
-    def add_round(self, round_):
-        self.rounds.append(round_)
-        if self.on_event is not None:  # a round's JSON is not free: build it only for a listener
-            self.emit({"type": "round", "round": round_.to_json()})
+        return answer_round(response, len(self.rounds) + 1, self.call_ids, tools, latency_ms, started_at)
 
     def complete_round(self, round_):
-        self.add_round(round_)
-        cap = self.config.max_rounds
-        if self.stop_reason is None and cap and self.rounds_used >= cap and self.config.on_round_cap == "message":
-            self.finish(ROUND_CAP, self.cap_message())
+        self.rounds.append(round_)
+        if self.stop_reason is None:
+            answer = round_cap_answer(self.config, self.rounds_used)
+            if answer is not None:
+                self.finish(ROUND_CAP, answer)
 
     def drive(self, model, decisions=None):
         """Step until the run ends, or waits for a decision that `decisions` (call id -> decision) lacks."""
@@ -197,52 +169,17 @@ class _Run:
             else:
                 return
 
-    def append_assistant_message(self, response):
-        # Never null: OpenAI refuses it without tool calls, and some servers (llama.cpp's) with them.
-        assistant = {"role": "assistant", "content": response.content or ""}
-        if response.tool_calls:
-            assistant["tool_calls"] = [call.to_message() for call in response.tool_calls]
-        self.messages.append(assistant)
-
-    def after_answer(self, round_, response, offered):
-        if offered:
-            missing = [
-                name
-                for name, settings in self.config.tools.items()
-                if settings.require_usage and name not in self.executed
-            ]
-            if missing:
-                reminder = texts.REQUIRE_USAGE_REMINDER.format(names=", ".join(missing))
-                self.messages.append({"role": "system", "content": reminder})
-                self.rounds_used += 1
-                return replace(round_, reminder=reminder)
-            self.finish(ANSWERED, response.content or "")
-        else:
-            withheld_by_cap = self.config.max_rounds > 0 and bool(self.config.tools)
-            self.finish(ROUND_CAP if withheld_by_cap else ANSWERED, response.content or "")
-        return round_
-
-    def tool_round(self, round_, response):
+    def tool_round(self, round_, verdicts):
         """The gate's verdicts carried out; None when the round waits for approval instead (nothing ran)."""
-        review = review_calls(
-            response.tool_calls,
-            self.config,
-            self.registry,
-            self.calls_so_far,
-            identical_so_far=self.identical_so_far,
-            artifacts=self.artifact_contents(),
-        )
-        if review.restricted_tools:
-            self.write_log("error", "policy_violation", restriction_log_message(self.config.id, review))
         awaiting = tuple(
             verdict.call.id
-            for verdict in review.verdicts
+            for verdict in verdicts
             if verdict.allowed and self.config.settings_for(verdict.call.name).require_approval
         )
         if awaiting:
-            self.pending = PendingRound(round_, review.verdicts, awaiting)
+            self.pending = PendingRound(round_, verdicts, awaiting)
             return None
-        return self.carry_out(round_, review.verdicts)
+        return self.carry_out(round_, verdicts)
 
     def carry_out(self, round_, verdicts, reviews=None):
         round_ = self.answer_tool_calls(round_, verdicts, reviews)
@@ -313,7 +250,7 @@ class _Run:
             ]
             round_ = self.answer_tool_calls(self.pending.round, verdicts)
             self.pending = None
-            self.add_round(round_)
+            self.rounds.append(round_)
         self.finish(STOPPED, None)
 
     def answer_tool_calls(self, round_, verdicts, reviews=None):
@@ -420,11 +357,18 @@ class _Run:
         }
 
     @classmethod
-    def from_state(cls, state, registry, documents, on_event):
+    def from_state(cls, state, registry, documents):
         state = copy.deepcopy(state)
         run, loop = state["run"], state["loop"]
         config, agent = load_agent(run["agent"], known_tools=registry.parameters_by_name())
-        self = cls(config, agent, run["message"], run["overrides"], registry, documents, on_event)
+        self = cls(
+            config=config,
+            agent=agent,
+            message=run["message"],
+            overrides=run["overrides"],
+            registry=registry,
+            documents=documents,
+        )
         self.messages = run["messages"]
         self.rounds = [Round.from_json(round_) for round_ in run["rounds"]]
         self.log = run["log"]
@@ -446,7 +390,7 @@ class _Run:
         return self
 
 
-def _begin(agent, message, overrides, registry, documents, on_event):
+def _begin(agent, message, overrides, registry, documents):
     """A new run of the agent on `message`; ValidationError names a bad field. Its first messages are put in
     place by its first step, once its model is at hand."""
     if not isinstance(message, str) or not message.strip():
@@ -456,7 +400,14 @@ def _begin(agent, message, overrides, registry, documents, on_event):
     if len(message) > MESSAGE_MAX:
         raise ValidationError({"message": f"must be at most {MESSAGE_MAX:,} characters (got {len(message):,})"})
     config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
-    return _Run(config, merged, message, json.loads(json.dumps(overrides or {})), registry, documents, on_event)
+    return _Run(
+        config=config,
+        agent=merged,
+        message=message,
+        overrides=json.loads(json.dumps(overrides or {})),
+        registry=registry,
+        documents=documents,
+    )
 
 
 class _Timed:
@@ -490,19 +441,17 @@ def _checked_state(run, expected, action):
         raise ValidationError({"state": f"the run is {run.state.replace('_', ' ')}: it cannot {action}"})
 
 
-def start_run(agent, message, overrides=None, *, registry=None, documents=None, on_event=None):
+def start_run(agent, message, overrides=None, *, registry=None, documents=None):
     """A new run's state, before its first model request. Raises ValidationError (a ValueError) naming the field
     when the merged agent or the message is invalid."""
-    run = _begin(agent, message, overrides, registry or default_registry(), documents, on_event)
+    run = _begin(agent, message, overrides, registry or default_registry(), documents)
     return run.to_state()
 
 
-def advance_run(
-    state, *, providers=None, documents=None, on_event=None, registry=None, environ=None, transport=None, model=None
-):
+def advance_run(state, *, providers=None, documents=None, registry=None, environ=None, transport=None, model=None):
     """The state after one more model request (and the round it brings) from a running run's `state`.
     The options are run_agent's; `state` is not modified."""
-    run = _Run.from_state(state, registry or default_registry(), documents, on_event)
+    run = _Run.from_state(state, registry or default_registry(), documents)
     _checked_state(run, RUNNING, "make another request")
     with _Timed(run):
         model = _model_or_stop(run, providers, environ, transport, model)
@@ -511,11 +460,11 @@ def advance_run(
     return redact(run.to_state(), run.secret)
 
 
-def decide_run(state, decisions, *, complete=True, documents=None, on_event=None, registry=None):
+def decide_run(state, decisions, *, complete=True, documents=None, registry=None):
     """The state after a reviewer's `decisions` ({call id: decision}, engine.approvals) on the round that waits for
     approval: once every call of it is decided, the round runs (the next request is advance_run's). `complete`:
     the decisions must cover every call still undecided. Raises ValidationError naming the call or the state."""
-    run = _Run.from_state(state, registry or default_registry(), documents, on_event)
+    run = _Run.from_state(state, registry or default_registry(), documents)
     _checked_state(run, AWAITING, "take decisions")
     with _Timed(run):
         run.decide(decisions, complete=complete)
@@ -524,7 +473,7 @@ def decide_run(state, decisions, *, complete=True, documents=None, on_event=None
 
 def stop_run(state, *, registry=None):
     """The state of the run ended by a person: stop reason `stopped`, every call already received answered."""
-    run = _Run.from_state(state, registry or default_registry(), None, None)
+    run = _Run.from_state(state, registry or default_registry(), None)
     if run.state == FINISHED:
         raise ValidationError({"state": "the run has already ended"})
     run.stop()
@@ -539,7 +488,6 @@ def run_agent(
     decisions=None,
     providers=None,
     documents=None,
-    on_event=None,
     registry=None,
     environ=None,
     transport=None,
@@ -550,14 +498,14 @@ def run_agent(
     agent: the agent's JSON form (SPEC §2–3; `script` for scripted agents). overrides: fields and tool settings
     merged over it for this run only. decisions: {call id: decision} for calls that require approval (a run that
     needs one it lacks is returned waiting, `state` "awaiting_approval"). providers: provider connections by id.
-    documents: the DocumentStore the documents tools read (default: the shipped sample corpus). on_event: called
-    with each round and log entry. environ, transport: where API keys come from, and the httpx2 transport
-    underneath a real provider's client. model: a ChatModel to use instead of the agent's provider (benchmarks and
-    tests). Raises ValidationError (a ValueError) naming the field when the merged agent is invalid.
+    documents: the DocumentStore the documents tools read (default: the shipped sample corpus). environ,
+    transport: where API keys come from, and the httpx2 transport underneath a real provider's client. model: a
+    ChatModel to use instead of the agent's provider (benchmarks and tests). Raises ValidationError (a ValueError)
+    naming the field when the merged agent is invalid.
     """
     registry = registry or default_registry()
     started = time.perf_counter()
-    run = _begin(agent, message, overrides, registry, documents, on_event)
+    run = _begin(agent, message, overrides, registry, documents)
     model = _model_or_stop(run, providers, environ, transport, model)
     if model is not None:
         run.drive(model, decisions)

@@ -24,7 +24,6 @@ from urllib.parse import urlparse
 
 from .redaction import redact
 from .scripted import ScriptedModel
-from .types import USAGE_KEYS, ModelResponse, ToolCall
 
 SCRIPTED_BASE_URL = "http://scripted.toolgate.invalid/v1"
 DEFAULT_TIMEOUT = 60.0
@@ -106,22 +105,22 @@ class ChatModel:
 
     def complete(self, messages, tools=None, parallel_tool_calls=None):
         """Ask the model; a ModelResponse, or ProviderError saying in words what happened to the request."""
-        from openai.types.chat import ChatCompletion
+        from .round import read_completion  # here: engine.round reads answers with this module's ProviderError
 
-        completion = self.post(self.request_body(messages, tools, parallel_tool_calls), ChatCompletion)
-        return _read_completion(completion, self.secret)
+        completion = self.post(self.request_body(messages, tools, parallel_tool_calls))
+        return read_completion(completion, self.secret)
 
-    def post(self, body, cast_to):
+    def post(self, body):
         """Send a chat-completions body as it is, within the deadline, with the connection's auth, headers and
-        retries; the answer cast to `cast_to` (`object`: the JSON as the server sent it, which the policy proxy
-        passes on). ProviderError saying in words what happened to the request."""
+        retries; the answer as the JSON the server sent (which the policy proxy passes on, fields Toolgate does
+        not know included). ProviderError saying in words what happened to the request."""
         import openai
 
         from .deadline import DeadlinePassed, request_budget
 
         with request_budget(self.timeout or DEFAULT_TIMEOUT) as budget:
             try:
-                return self.client.post("/chat/completions", body=body, cast_to=cast_to, options=self._options)
+                answer = self.client.post("/chat/completions", body=body, cast_to=object, options=self._options)
             except DeadlinePassed:
                 raise self.error(f"The model did not answer within the {budget.seconds:g} s timeout", budget) from None
             except openai.APITimeoutError:
@@ -136,6 +135,12 @@ class ChatModel:
                 raise self.error(f"Could not reach the model endpoint{_attempts(budget)}: {reason}") from None
             except (openai.OpenAIError, ValueError, TypeError) as error:
                 raise self.error(f"The model's answer could not be read: {error}") from None
+        if isinstance(answer, str):  # a server that did not say its body is JSON: the SDK hands over the text
+            try:
+                return json.loads(answer)
+            except ValueError:
+                raise self.error("The model's answer could not be read: it is not JSON") from None
+        return answer
 
     def error(self, text, budget=None, status=None):
         if budget is not None:
@@ -168,65 +173,6 @@ def _error_text(error):
     if isinstance(body, str) and body:
         return body
     return str(error.message)
-
-
-def _read_completion(completion, secret=None):
-    choices = getattr(completion, "choices", None)
-    if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-        raise ProviderError("The model's answer could not be read: it has no message.")
-    choice = choices[0]
-    message = choice.message
-    tool_calls = getattr(message, "tool_calls", None) or []
-    if not isinstance(tool_calls, list):
-        raise ProviderError("The model's answer could not be read: its tool_calls are not a list.")
-    calls = []
-    for number, call in enumerate(tool_calls, start=1):
-        function = getattr(call, "function", None)
-        name = getattr(function, "name", None)
-        if not isinstance(name, str) or not name:
-            raise ProviderError(f"The model's answer could not be read: tool call {number} has no function name.")
-        call_id = getattr(call, "id", None)
-        arguments = getattr(function, "arguments", None)
-        calls.append(
-            ToolCall(
-                id=call_id if isinstance(call_id, str) else "",
-                name=name,
-                arguments="" if arguments is None else redact(arguments, secret),
-            )
-        )
-    finish_reason = getattr(choice, "finish_reason", None)
-    content = redact(_content_text(getattr(message, "content", None)), secret)
-    check_answer_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
-    return ModelResponse(
-        content=content,
-        tool_calls=tuple(calls),
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=_usage(getattr(completion, "usage", None)),
-    )
-
-
-def _content_text(content):
-    """The answer's text: a string, or a list of content parts read as their joined text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [part.get("text") if isinstance(part, dict) else getattr(part, "text", None) for part in content]
-        return "".join(text for text in texts if isinstance(text, str))
-    return None
-
-
-def _count(value):
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _usage(usage):
-    """{"prompt_tokens", "completion_tokens", "total_tokens"}, or None when the answer did not say."""
-    prompt = _count(getattr(usage, "prompt_tokens", None))
-    completion = _count(getattr(usage, "completion_tokens", None))
-    if prompt is None or completion is None:
-        return None
-    total = _count(getattr(usage, "total_tokens", None))
-    return dict(zip(USAGE_KEYS, (prompt, completion, prompt + completion if total is None else total), strict=True))
 
 
 def check_answer_size(texts):

@@ -3,9 +3,9 @@ and the tools to send the model, exactly as a run would send them."""
 
 from collections import Counter
 
-from .client_tools import gate_api_view
 from .config import MAX_CALLS_PER_RESPONSE, ValidationError, json_value_problem, load_agent
 from .gate import call_key, restriction_log_message, review_calls
+from .proxy.client_tools import gate_api_view
 from .tools import default_registry
 from .types import ToolCall
 

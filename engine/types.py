@@ -77,6 +77,16 @@ class ModelResponse:
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
+
+def sum_usage(usages):
+    """Token usage summed over the requests that reported it (`usages`: each a usage dict, or None when that
+    request did not say); None when none did."""
+    reported = [usage for usage in usages if usage is not None]
+    if not reported:
+        return None
+    return {key: sum(usage[key] for usage in reported) for key in USAGE_KEYS}
+
+
 EXECUTED = "executed"
 REJECTED = "rejected"
 ERROR = "error"
@@ -161,6 +171,7 @@ class Round:
     tools_sent: tuple | None = None  # the request's `tools` entries exactly as sent; None when it sent none
     latency_ms: float | None = None  # how long the request took, retries included
     shown_to_client: bool | None = None  # proxied runs: whether the client got this response; None elsewhere
+    started_at: float | None = None  # when the request was sent (Unix time, seconds)
 
     def progress_messages(self):
         """The progress messages of the tools that ran in this round, each once, in call order."""
@@ -185,6 +196,7 @@ class Round:
             "finish_reason": self.response.finish_reason,
             "usage": self.response.usage,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
+            "started_at": None if self.started_at is None else round(self.started_at, 3),
             **({} if self.shown_to_client is None else {"shown_to_client": self.shown_to_client}),  # proxied runs
         }
 
@@ -203,6 +215,7 @@ class Round:
             tools_sent=copy.deepcopy(tuple(data["tools_sent"])) if data.get("tools_sent") is not None else None,
             latency_ms=data.get("latency_ms"),
             shown_to_client=data.get("shown_to_client"),
+            started_at=data.get("started_at"),
         )
 
 
@@ -245,10 +258,7 @@ class RunRecord:
 
     def usage(self):
         """Token usage summed over the rounds that reported it; None when none did."""
-        reported = [round_.response.usage for round_ in self.rounds if round_.response.usage is not None]
-        if not reported:
-            return None
-        return {key: sum(usage[key] for usage in reported) for key in USAGE_KEYS}
+        return sum_usage(round_.response.usage for round_ in self.rounds)
 
     def to_json(self):
         calls = self.calls()

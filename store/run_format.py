@@ -84,10 +84,19 @@ def _from_table(value):
     return value
 
 
+def _sent_names(tools_sent):
+    """The function names of the tools a request sent, or None for a shape this module does not know."""
+    try:
+        return [tool["function"]["name"] for tool in tools_sent]
+    except (KeyError, TypeError):
+        return None
+
+
 def _compact_round(round_, earlier):
     """The round with the assistant's tool calls null when its calls repeat them (a round without calls keeps its
-    empty list, so a null always means "the calls"), the tools it sent as the number of an earlier round that sent
-    the same (the same tools go out every round until the cap), and its calls as a table."""
+    empty list, so a null always means "the calls"), the names of the tools it offered `true` when they are the
+    names of the tools it sent, the tools it sent as the number of an earlier round that sent the same (the same
+    tools go out every round until the cap), and its calls as a table."""
     try:
         said = _said_calls(round_)
         if said and _same(round_["assistant"]["tool_calls"], said):
@@ -95,6 +104,9 @@ def _compact_round(round_, earlier):
     except (KeyError, TypeError):
         pass
     sent = round_.get("tools_sent")
+    offered = round_.get("tools_offered")
+    if isinstance(sent, list) and isinstance(offered, list) and _same(offered, _sent_names(sent)):
+        round_ = {**round_, "tools_offered": True}
     if sent is not None:
         same = next((number for number, other in enumerate(earlier) if _same(other.get("tools_sent"), sent)), None)
         if same is not None:
@@ -133,6 +145,8 @@ def _full_rounds(stored):
                 round_ = {**round_, "calls": _from_table({"keys": calls.get("keys", call_keys), "rows": calls["rows"]})}
             if type(round_.get("tools_sent")) is int:
                 round_ = {**round_, "tools_sent": rounds[round_["tools_sent"]]["tools_sent"]}
+            if round_.get("tools_offered") is True:
+                round_ = {**round_, "tools_offered": _sent_names(round_["tools_sent"])}
             assistant = round_.get("assistant")
             if isinstance(assistant, dict) and assistant.get("tool_calls", []) is None and round_.get("calls"):
                 round_ = {**round_, "assistant": {**assistant, "tool_calls": _said_calls(round_)}}

@@ -4,7 +4,7 @@ with — so its page renders from the stored run alone, after the agent was edit
 A run read back is the dict `engine.run_agent` returned plus `id` and `created_at`. It is stored with each fact
 once (store/run_format.py): the listing columns, the agent snapshot and the rest of the run in `result`.
 
-A run driven step by step (store/run_execution.py) is stored when it starts and updated after every step, each
+A run driven step by step (store/run_service.py) is stored when it starts and updated after every step, each
 time in its own short transaction, with `loop_state`, what the engine needs to go on. A step holds the run until
 its lease ends (`lease_until`, Unix time), so two requests never step one run at once; a running run whose lease
 has passed was left by a process that died or a page that stopped asking, and reads `interrupted`.

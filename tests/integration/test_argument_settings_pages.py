@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from services.demo import CATALOG_PAGE
 from store import runs as run_store
-from store.demo import CATALOG_PAGE
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import form_fields
 from tests.support import agent_form_data, page_of

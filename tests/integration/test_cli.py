@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from services.demo import DEMO_AGENTS
 from store import migrations
 from store.db import open_db
-from store.demo import DEMO_AGENTS
 from tests.support import make_app
 
 

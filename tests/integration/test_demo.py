@@ -4,8 +4,8 @@ import pytest
 
 from engine import run_agent
 from engine.tools import default_registry
+from services.demo import DEMO_AGENTS, load_demo
 from store import agents as agent_store
-from store.demo import DEMO_AGENTS, load_demo
 from store.documents import DocumentTable
 
 

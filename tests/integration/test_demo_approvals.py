@@ -2,16 +2,17 @@
 replays the reviewer's decisions."""
 
 from engine.tools import default_registry
+from services import cases as case_service
+from services import runs as run_service
+from services.demo import load_demo
 from store import agents as agent_store
-from store import case_checks, run_execution
 from store import cases as case_store
-from store.demo import load_demo
 
 
 def test_the_reviewed_canvas_demo_waits_for_a_decision_on_each_edit_before_anything_of_the_response_runs(database):
     load_demo(database, default_registry().names())
 
-    run = run_execution.execute_and_store_run(
+    run = run_service.execute_and_store_run(
         database, "canvas_reviewed", "Build a landing page with a hero.", source="cli"
     )
 
@@ -33,13 +34,13 @@ def test_the_reviewed_canvas_demo_case_replays_its_decisions_and_fails_once_edit
         "call_2_2": {"reject": "No prices on the landing page."},
     }
 
-    [checked] = case_checks.check_agent_cases(database, "canvas_reviewed")
+    [checked] = case_service.check_agent_cases(database, "canvas_reviewed")
     assert checked["last_check"]["passed"], checked["last_check"]["differences"]
 
     agent = agent_store.get_agent(database, "canvas_reviewed")
     agent["tools"]["edit_component"]["require_approval"] = False
     agent_store.save_agent(database, agent, default_registry().names())
-    [checked] = case_checks.check_agent_cases(database, "canvas_reviewed")
+    [checked] = case_service.check_agent_cases(database, "canvas_reviewed")
     assert not checked["last_check"]["passed"]
     assert (
         "round 2, call_2_2 (edit_component): expected rejected (reviewer_rejected), got executed"

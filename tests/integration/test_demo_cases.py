@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from engine.tools import default_registry
+from services import cases as case_service
+from services.demo import DEMO_AGENTS, DEMO_CASES, load_demo
 from store import agents as agent_store
-from store import case_checks
 from store import cases as case_store
-from store.demo import DEMO_AGENTS, DEMO_CASES, load_demo
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def test_each_demo_agent_has_one_case_and_it_passes(demo_db):
 
     assert sorted(case["agent_id"] for case in cases) == sorted(agent["id"] for agent in DEMO_AGENTS)
     assert {case["name"] for case in cases} == {name for name, _message in DEMO_CASES.values()}
-    checked = case_checks.check_cases(demo_db, cases)
+    checked = case_service.check_cases(demo_db, cases)
     assert [case["last_check"]["differences"] for case in checked] == [[]] * len(DEMO_AGENTS)
 
 
@@ -35,7 +35,7 @@ def test_turning_a_demo_restriction_off_fails_its_case_on_round_one(demo_db, age
     agent["tools"][tool]["restrict_multiple_calls"] = False
     agent_store.save_agent(demo_db, agent, default_registry().names())
 
-    [case] = case_checks.check_agent_cases(demo_db, agent_id)
+    [case] = case_service.check_agent_cases(demo_db, agent_id)
 
     assert not case["last_check"]["passed"]
     assert case["last_check"]["differences"][0].startswith(f"round 1, call_1_1 ({tool}): expected rejected")
@@ -48,7 +48,7 @@ def test_the_proxied_demo_case_plays_the_app_and_fails_once_its_client_tool_may_
     agent["client_tools"]["place_block"]["restrict_multiple_calls"] = False
     agent_store.save_agent(demo_db, agent, default_registry().names())
 
-    [case] = case_checks.check_agent_cases(demo_db, "browser_canvas")
+    [case] = case_service.check_agent_cases(demo_db, "browser_canvas")
 
     assert not case["last_check"]["passed"]
     assert (

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.types import ModelResponse, ToolCall
-from store import run_execution
+from services import runs as run_service
 from store import runs as run_store
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
@@ -43,7 +43,7 @@ def api_run(client, run_id):
 
 def without_latency(rounds):
     """The rounds without what the clock decides: each request's latency."""
-    return [{key: value for key, value in round_.items() if key != "latency_ms"} for round_ in rounds]
+    return [{key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")} for round_ in rounds]
 
 
 def next_hop(html, run_id):
@@ -132,8 +132,8 @@ def test_a_step_while_another_request_holds_the_run_takes_none_and_asks_again_la
     assert response.status_code == 200
     assert f'hx-post="/runs/{run_id}/step" hx-trigger="load delay:1s"' in next_hop(html_of(response), run_id)
     assert api_run(client, run_id)["rounds"] == []
-    with pytest.raises(run_execution.RunConflict, match="Another request is taking this run's next step"):
-        run_execution.step_stored_run(database, run_id)
+    with pytest.raises(run_service.RunConflict, match="Another request is taking this run's next step"):
+        run_service.step_stored_run(database, run_id)
 
 
 def test_a_step_on_a_run_that_has_ended_says_so_and_asks_for_nothing(client, bundles):
@@ -174,7 +174,7 @@ class StopWhileAnswering:
 
         other = open_db(self.database_path)
         try:
-            still_running = run_execution.stop_stored_run(other, self.run_id)
+            still_running = run_service.stop_stored_run(other, self.run_id)
         finally:
             other.close()
         assert still_running["state"] == "running" and still_running["stop_requested"]
@@ -186,7 +186,7 @@ def test_stop_during_a_step_ends_the_run_as_that_step_ends_with_every_call_answe
     client.put("/api/agents/types", json={"label": "Types", "tools": {"list_entity_types": {}}})
     run_id, _html = start_live(client, "types", "Which entity types are there?")
 
-    run = run_execution.step_stored_run(database, run_id, model=StopWhileAnswering(app.config["DATABASE"], run_id))
+    run = run_service.step_stored_run(database, run_id, model=StopWhileAnswering(app.config["DATABASE"], run_id))
 
     assert (run["state"], run["stop_reason"]) == ("finished", "stopped")
     assert [call["status"] for call in run["rounds"][0]["calls"]] == ["executed"]

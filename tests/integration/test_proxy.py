@@ -331,7 +331,9 @@ def test_an_upstream_500_reaches_the_client_as_a_500_in_openais_shape_and_the_ru
         sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
 
     error = raised.value
-    assert error.status_code == 500 and set(error.body) == {"message", "type", "code"}
+    # OpenAI's error shape, `param` included (null: no field of the request was wrong), as every proxy error has it.
+    assert error.status_code == 500 and set(error.body) == {"message", "type", "param", "code"}
+    assert error.body["param"] is None and error.body["type"] == "upstream_error"
     assert error.body["message"] == "The model endpoint answered HTTP 500: The engine is overloaded."
     run = client.get(f"/api/runs/{error.response.headers['X-Toolgate-Run']}").json
     assert run["stop_reason"] == "error" and run["error"] == error.body["message"]

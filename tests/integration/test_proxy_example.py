@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from engine.tools import default_registry
+from services.demo import load_demo
 from store import cases as case_store
-from store.demo import load_demo
 from tests.live_http import serving
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "proxy_client.py"

@@ -215,16 +215,6 @@ def test_no_violation_writes_nothing_to_the_logger(caplog):
     assert [record for record in caplog.records if record.name == "toolgate"] == []
 
 
-def test_log_entries_are_emitted_as_events():
-    events = []
-    agent = make_agent({"list_bundles": RESTRICTED}, [TWO_BUNDLE_CALLS, answer("Sorry.")])
-
-    run(agent, on_event=events.append)
-
-    assert [event for event in events if event["type"] == "log"] == [{"type": "log", **log_entry(2)}]
-    assert [event["round"]["number"] for event in events if event["type"] == "round"] == [1, 2]
-
-
 # --- Looped recovery ------------------------------------------------------------------------------------------
 
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from engine.config import ValidationError, load_agent
-from engine.proxy import answer_request
-from engine.proxy_request import current_turn, read_request
-from engine.proxy_runs import ClientConversation, conversation_key
-from engine.proxy_stream import completion_chunks, server_sent_events
+from engine.proxy.core import answer_request
+from engine.proxy.recording import ClientConversation, conversation_key
+from engine.proxy.request import current_turn, read_request
+from engine.proxy.stream import completion_chunks, server_sent_events
 
 USER = {"role": "user", "content": "Go."}
 NOTE = {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}

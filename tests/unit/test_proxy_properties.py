@@ -11,13 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.cases import case_from_run, check_case, validate_case
-from engine.client_tools import proxy_view
 from engine.config import load_agent
 from engine.gate import review_calls
-from engine.proxy import answer_request
-from engine.proxy_request import current_turn, read_request
-from engine.proxy_runs import ClientConversation, continued_run, new_run, restored_history
-from engine.proxy_upstream import upstream_for_agent
+from engine.proxy.client_tools import proxy_view
+from engine.proxy.core import answer_request
+from engine.proxy.recording import ClientConversation, continued_run, new_run, restored_history
+from engine.proxy.request import current_turn, read_request
+from engine.proxy.upstream import upstream_for_agent
 from engine.types import ToolCall
 
 SCHEMAS = {
@@ -175,7 +175,7 @@ def script_item(answer):
 
 def proxied_run(agent, message):
     """The run recorded for a conversation a client drives through the proxy to its end, running every call it
-    gets (the result names the call), as store.proxy_execution records each of its requests."""
+    gets (the result names the call), as services.proxy records each of its requests."""
     config, merged = load_agent(agent)
     ask = upstream_for_agent(config)
     messages, run = [{"role": "system", "content": "Build pages."}, message], None

@@ -4,22 +4,20 @@ with the case, and the replay that plays it.
 A proxied run's tool calls ran on the client, so a replay cannot run them; it plays the client instead. It sends
 what the recorded client sent first (its messages and its tools), and answers each call the proxy hands it with
 the result the recorded client gave that call id, request after request, as the client did; the agent's policy
-proxy (engine.proxy) answers with the scripted model upstream playing the case's script. The replay's run is
-recorded as a proxied run is (engine.proxy_runs), so it compares with the case as any run does. Pure: no Flask,
+proxy (engine.proxy.core) answers with the scripted model upstream playing the case's script. The replay's run is
+recorded as a proxied run is (engine.proxy.recording), so it compares with the case as any run does. Pure: no Flask,
 no database.
 """
 
 import copy
-import time
 
-from .config import SCRIPTED_PROVIDER, ValidationError, load_agent
-from .loop import AWAITING_CLIENT
-from .proxy import answer_request
-from .proxy_request import read_request
-from .proxy_runs import ClientConversation, continued_run, new_run, restored_history
-from .proxy_upstream import upstream_for_agent
-from .tools import default_registry
-from .types import CLIENT
+from ..config import SCRIPTED_PROVIDER, ValidationError, load_agent
+from ..round import AWAITING_CLIENT
+from ..tools import default_registry
+from ..types import CLIENT
+from .request import read_request
+from .serve import RunsInMemory, answer_and_record
+from .upstream import upstream_for_agent
 
 CLIENT_FIELDS = ("messages", "tools", "results")
 
@@ -62,23 +60,15 @@ def play_client(agent, client, overrides, registry=None):
     registry = registry or default_registry()
     config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
     ask = upstream_for_agent(config)
-    messages, run = copy.deepcopy(client["messages"]), None
+    runs = RunsInMemory()
+    messages = copy.deepcopy(client["messages"])
     while True:
         request = read_request({"model": SCRIPTED_PROVIDER, "messages": messages, "tools": client["tools"]})
-        conversation = ClientConversation(request.messages)
-        length = conversation.point[1] if conversation.point else 0
-        started = time.perf_counter()
-        history = restored_history(run, request.messages, length) if run else None
-        exchange = answer_request(config, request, ask, history)
-        duration_ms = (time.perf_counter() - started) * 1000
-        if run is None:
-            run = new_run(merged, exchange, conversation, duration_ms, request.tools, len(request.messages))
-        else:
-            run = continued_run(run, merged, exchange, conversation, length, duration_ms)
+        exchange, run = answer_and_record(config, merged, request, ask, runs)
         answer = exchange.completion["choices"][0]["message"] if exchange.completion else None
         calls = (answer or {}).get("tool_calls") or []
         # Each request plays at least one more item of the script, so a client that keeps answering ends.
         if exchange.stop_reason != AWAITING_CLIENT or not all(call["id"] in client["results"] for call in calls):
-            return run
+            return {key: value for key, value in run.items() if key != "id"}
         ran = [{"role": "tool", "tool_call_id": call["id"], "content": client["results"][call["id"]]} for call in calls]
         messages = [*messages, answer, *ran]

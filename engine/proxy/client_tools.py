@@ -9,8 +9,8 @@ are a JSON object.
 from dataclasses import replace
 from types import MappingProxyType
 
-from .config import ToolSettings
-from .tools.registry import Tool, ToolRegistry
+from ..config import ToolSettings
+from ..tools.registry import Tool, ToolRegistry
 
 ANY_OBJECT = {"type": "object"}  # never modified: the gate copies a schema before it changes it
 

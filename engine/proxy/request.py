@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from ..config import TOOL_NAME_PATTERN, ValidationError
+from ..gate import call_key
+from ..types import ToolCall
 from .client_tools import ANY_OBJECT, client_tool
-from .config import TOOL_NAME_PATTERN, ValidationError
-from .gate import call_key
-from .types import ToolCall
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # Asked of the upstream by the proxy itself, or answered by it: never passed through as the client sent them.

@@ -14,7 +14,7 @@ the client never saw back before asking the model again.
 import hashlib
 import json
 
-from .types import ALLOWED, CLIENT, EXECUTED, REJECTED, USAGE_KEYS, RunRecord
+from ..types import ALLOWED, CLIENT, EXECUTED, REJECTED, RunRecord, sum_usage
 
 PROXY_SOURCE = "proxy"
 
@@ -95,17 +95,16 @@ def _conversation(exchange, conversation, previous=None):
 def _counts(rounds):
     """The run's counts over its rounds (as JSON), as RunRecord.to_json counts them."""
     calls = [call for round_ in rounds for call in round_["calls"]]
-    usages = [round_["usage"] for round_ in rounds if round_.get("usage")]
     return {
         "tool_calls": sum(1 for call in calls if call["status"] != REJECTED),
         "rejected_calls": sum(1 for call in calls if call["status"] == REJECTED),
-        "usage": {key: sum(usage[key] for usage in usages) for key in USAGE_KEYS} if usages else None,
+        "usage": sum_usage(round_.get("usage") for round_ in rounds),
     }
 
 
 def new_run(agent, exchange, conversation, duration_ms, client_tools, opening_length, continues_run=None):
     """The run of a request that continues no stored one (or starts the next turn of `continues_run`). What a replay
-    of the run as its client needs (engine.proxy_cases): `client_tools`, the tools the client sent, as it sent them;
+    of the run as its client needs (engine.proxy.replay): `client_tools`, the tools the client sent, as it sent them;
     `opening_length`, how many of the exchange's messages came before its first round (the client's, or the history
     restored for them)."""
     record = RunRecord(

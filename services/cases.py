@@ -3,11 +3,10 @@ documents table), store the result with the case and return it. The one path the
 share. No Flask here: the caller passes the database and the tool registry."""
 
 from engine.cases import check_case, failed_check
-
-from . import NotFound, now
-from . import agents as agent_store
-from . import cases as case_store
-from .documents import DocumentTable
+from store import NotFound, now
+from store import agents as agent_store
+from store import cases as case_store
+from store.documents import DocumentTable
 
 
 def check_cases(db, cases, registry=None):
@@ -40,3 +39,11 @@ def check_agent_cases(db, agent_id, registry=None):
 def check_one_case(db, case_id, registry=None):
     """Check one stored case. Raises NotFound."""
     return check_cases(db, [case_store.get_case(db, case_id)], registry)[0]
+
+
+def checked_summary(cases):
+    """What a check of several cases found, in one sentence, for the pages and the command line."""
+    if not cases:
+        return "There are no cases to check."
+    passed = sum(1 for case in cases if case["last_check"]["passed"])
+    return f"Checked {len(cases)} case{'s' if len(cases) != 1 else ''}: {passed} passed, {len(cases) - passed} failed."

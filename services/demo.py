@@ -6,7 +6,7 @@
 
 import engine
 from engine.cases import case_from_run
-from engine.proxy_cases import play_client
+from engine.proxy.replay import play_client
 from engine.tools.documents import CORPUS_FOLDER, load_corpus_files
 from store import agents as agent_store
 from store import cases as case_store

@@ -9,9 +9,9 @@ does not know pass through to the client. Failures become UpstreamError with the
 
 from dataclasses import replace
 
-from .providers import ProviderError, model_for_agent
-from .proxy import UpstreamError
-from .redaction import redact
+from ..providers import ProviderError, model_for_agent
+from ..redaction import redact
+from .core import UpstreamError
 
 
 def upstream_for_agent(config, model_name="", providers=None, environ=None, transport=None):
@@ -31,7 +31,7 @@ def upstream_for_agent(config, model_name="", providers=None, environ=None, tran
     def ask(body):
         body = {**body, **model.extra_body, "model": body.get("model") or model.model}
         try:
-            return redact(model.post(body, cast_to=object), model.secret)
+            return redact(model.post(body), model.secret)
         except ProviderError as error:
             raise UpstreamError(error.status or 502, str(error)) from None
 

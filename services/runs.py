@@ -16,13 +16,12 @@ import time
 
 import engine
 from engine.config import SCRIPTED_PROVIDER, ValidationError
-
-from . import agents as agent_store
-from . import log as log_store
-from . import providers as provider_store
-from . import runs as run_store
-from .db import write_transaction
-from .documents import DocumentTable
+from store import agents as agent_store
+from store import log as log_store
+from store import providers as provider_store
+from store import runs as run_store
+from store.db import write_transaction
+from store.documents import DocumentTable
 
 # How long past its model's timeout a step may take, and how long a run waits for its next step, before it
 # reads "interrupted".

@@ -1,0 +1,12 @@
+"""The policy proxy (SPEC §8): a client's request answered under the agent's policy, whatever API it speaks.
+
+- `request`: what a client sends, as the canonical conversation (chat-format messages and tools) and what it says
+  already happened in the current turn; the Chat Completions body is read here.
+- `core`: the exchange — ask upstream, put each response through the round (engine.round), hide rejected rounds and
+  ask again, hand the client a compliant answer (a chat completion).
+- `stream`: that answer as the Chat Completions stream.
+- `upstream`: the agent's provider as the proxy's upstream.
+- `client_tools`: the tools a client runs, as the gate sees them.
+- `recording`: proxied conversations as runs; `serve`: one request answered and recorded, the one sequence every
+  caller runs; `replay`: a proxied run played again as its client, for regression cases.
+"""

@@ -1,0 +1,262 @@
+"""The policy proxy (SPEC §8): one client request answered under the agent's policy.
+
+The client sends its conversation and its tools; the proxy asks the agent's provider (`ask`, handed in) and puts
+the answer through the gate before the client sees anything. A response with any rejected call is answered
+upstream — the response, then one tool message per call id — and asked again within the rounds left; the client
+gets the first response whose calls all pass (forced values written in), or an answer. At the cap the proxy does
+what `on_round_cap` says; a `require_usage` tool not yet run brings the reminder as a hidden request.
+
+Pure: no HTTP and no storage here. The answer is a chat completion whatever API the client speaks: each API's
+module translates it out, and engine.proxy.serve records the exchange as a run.
+"""
+
+import copy
+import json
+import time
+from dataclasses import dataclass, replace
+
+from .. import texts
+from ..providers import ProviderError, RequestSettings
+from ..round import (
+    ASK_AGAIN,
+    AWAITING_CLIENT,
+    ERROR,
+    FINAL,
+    ROUND_CAP,
+    answer_round,
+    log_entry,
+    next_step,
+    offers_tools,
+    read_completion,
+    round_cap_answer,
+    write_log,
+)
+from ..types import ALLOWED, REJECTED, CallRecord, sum_usage
+from .client_tools import proxy_view
+from .request import current_turn
+
+NOT_RUN = "not_run"  # allowed by the gate, not run because another call of its response was rejected
+
+
+class UpstreamError(Exception):
+    """The provider failed or answered something unreadable; the client gets it in its API's error shape."""
+
+    def __init__(self, status, message, error_type="upstream_error", code=None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = error_type
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One client request, answered."""
+
+    completion: dict | None  # what the client gets (the non-streamed form); None when the upstream failed
+    error: UpstreamError | None
+    rounds: tuple  # of Round, one per upstream request, each with shown_to_client
+    messages: tuple  # the conversation: the client's, every hidden round, the answer it got
+    stop_reason: str
+    answer: str | None
+    rounds_used: int  # in the turn, the client's earlier rounds included
+    message: str  # the turn's user message
+    log: tuple
+    requests: int
+
+
+def upstream_tools(config, request):
+    """The client's tools as the model sees them: a client tool's description override and argument rules and
+    descriptions applied; every other key of its definition kept as the client sent it."""
+    entries = []
+    for entry, tool in zip(request.tools, request.declared, strict=True):
+        settings = config.client_tools.get(tool.name)
+        if settings is not None:
+            entry = {**entry, "function": {**entry["function"], **tool.schema_for_model(settings)["function"]}}
+        entries.append(entry)
+    return entries
+
+
+def upstream_body(config, request, messages, tools):
+    """The chat-completions body sent upstream: the client's fields, and the agent's where it sets them — its
+    model, its sampling settings, `parallel_tool_calls` unless null, `tool_choice` unless "auto" (its default).
+    Without tools, no `tools`, `tool_choice` nor `parallel_tool_calls`. Never streamed."""
+    settings = RequestSettings.of(config)
+    body = {**request.passthrough, **settings.sampling(), "model": config.model or request.model}
+    body["messages"] = list(messages)
+    if tools:
+        body["tools"] = tools
+        if config.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = config.parallel_tool_calls
+        if config.tool_choice != "auto":
+            body["tool_choice"] = settings.tool_choice_field()
+    else:
+        body.pop("tool_choice", None)
+        body.pop("parallel_tool_calls", None)
+    return body
+
+
+class ProxyExchange:
+    """One client request while the proxy asks upstream. `steps()` is the exchange without I/O: a generator that
+    yields each chat-completions body to send upstream and is sent the parsed answer, and returns the Exchange; a
+    driver (answer_request here, a streaming or asynchronous one elsewhere) does the asking. It raises
+    UpstreamError when the answer cannot be read; the driver then asks `failed(error)` for the Exchange."""
+
+    def __init__(self, config, request, history=None):
+        self.config = config
+        self.request = request
+        self.gate_config, self.registry = proxy_view(config, request.declared)
+        self.turn = current_turn(request.messages)
+        self.used_tools = {name for name, count in self.turn.calls_so_far.items() if count}
+        self.tools = upstream_tools(config, request)
+        self.messages = list(request.messages if history is None else history)
+        self.used_ids = {
+            call.get("id") for message in self.messages for call in message.get("tool_calls") or [] if call.get("id")
+        }
+        self.rounds_used = self.turn.rounds_used
+        self.rounds, self.log = [], []
+        self.requests = 0
+
+    def steps(self):
+        while True:
+            cap_answer = round_cap_answer(self.gate_config, self.rounds_used)
+            if cap_answer is not None:
+                return self.finish(self.own_completion(cap_answer), ROUND_CAP, cap_answer)
+            tools = self.tools if offers_tools(self.gate_config, self.rounds_used) else None
+            self.requests += 1
+            started_at, started = time.time(), time.perf_counter()
+            completion = yield upstream_body(self.config, self.request, self.messages, tools)
+            latency_ms = (time.perf_counter() - started) * 1000
+            try:
+                response = read_completion(completion)
+            except ProviderError as error:
+                raise UpstreamError(502, str(error)) from None
+            round_ = answer_round(response, len(self.rounds) + 1, self.used_ids, tools, latency_ms, started_at)
+            step = next_step(
+                round_,
+                config=self.gate_config,
+                registry=self.registry,
+                rounds_used=self.rounds_used,
+                used_tools=self.used_tools,
+                calls_so_far=self.turn.calls_so_far,
+                identical_so_far=self.turn.identical_so_far,
+            )
+            write_log(step.log, self.log)
+            self.rounds_used = step.rounds_used
+            if step.next_step == ASK_AGAIN:
+                self.hide(step.round, step.assistant, [{"role": "system", "content": step.reminder}])
+            elif step.next_step == FINAL and step.verdicts:  # tool calls on a request that offered none
+                round_ = replace(step.round, calls=self.records(step.verdicts))
+                own = self.own_completion(step.answer, completion)
+                return self.finish(own, step.stop_reason, step.answer, round_)
+            elif step.next_step == FINAL:
+                return self.finish(self.client_completion(completion), step.stop_reason, step.answer, step.round)
+            elif all(verdict.allowed for verdict in step.verdicts):
+                round_ = replace(step.round, calls=self.records(step.verdicts))
+                client = self.client_completion(completion, step.verdicts)
+                return self.finish(client, AWAITING_CLIENT, None, round_)
+            else:
+                records = self.records(step.verdicts)
+                answers = [{"role": "tool", "tool_call_id": call.call.id, "content": call.message} for call in records]
+                self.hide(replace(step.round, calls=records), step.assistant, answers)
+
+    def records(self, verdicts):
+        """The calls of a round: rejected ones with their message; allowed ones handed to the client, or not
+        run when others of the response were rejected."""
+        any_rejected = not all(verdict.allowed for verdict in verdicts)
+        records = []
+        for verdict in verdicts:
+            if not verdict.allowed:
+                records.append(CallRecord(verdict.call, REJECTED, verdict.reason, verdict.message))
+            elif any_rejected:
+                records.append(CallRecord(verdict.call, REJECTED, NOT_RUN, texts.PROXY_COLLATERAL))
+            else:
+                records.append(CallRecord(verdict.call, ALLOWED, forced_arguments=verdict.forced_arguments))
+        return tuple(records)
+
+    def hide(self, round_, assistant, answers):
+        """A round the client never sees: the response and what answered it join the transcript sent upstream."""
+        self.messages.append(assistant)
+        self.messages.extend(answers)
+        self.rounds.append(replace(round_, shown_to_client=False))
+
+    def client_completion(self, completion, verdicts=()):
+        """The upstream's answer as the client gets it: each call with its repaired id and, where the gate forced
+        values, the arguments it must run with."""
+        choice = completion["choices"][0]
+        message = dict(choice["message"])
+        if verdicts:
+            message["tool_calls"] = [
+                self.call_as_run(data, verdict) for data, verdict in zip(message["tool_calls"], verdicts, strict=True)
+            ]
+        return {**completion, "choices": [{**choice, "message": message}]}
+
+    @staticmethod
+    def call_as_run(data, verdict):
+        """A tool call as the client gets it: its repaired id, its arguments as JSON text, the values the agent
+        forces put in."""
+        call = verdict.call
+        arguments = json.dumps(verdict.arguments, ensure_ascii=False) if verdict.forced_arguments else call.arguments
+        return {**data, "id": call.id, "function": {**data["function"], "arguments": arguments}}
+
+    def own_completion(self, answer, completion=None):
+        """An answer the proxy gives itself (the cap message, or the text of tool calls it could not offer), in the
+        shape of the upstream's when there is one; it names the agent's model, and its finish reason is "stop"."""
+        base = completion or {
+            "id": f"chatcmpl-toolgate-{time.time_ns()}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+        }
+        own = {key: copy.deepcopy(value) for key, value in base.items() if key != "choices"}
+        own["model"] = self.config.model or base.get("model") or self.request.model
+        own["choices"] = [
+            {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop", "logprobs": None}
+        ]
+        return own
+
+    def finish(self, completion, stop_reason, answer, round_=None):
+        """The Exchange that hands `completion` to the client, with the usage of every request it took."""
+        if round_ is not None:
+            self.rounds.append(replace(round_, shown_to_client=True))
+        usage = sum_usage(round_.response.usage for round_ in self.rounds)
+        if usage is not None:
+            completion["usage"] = usage
+        self.messages.append(completion["choices"][0]["message"])
+        return self.exchange(completion, None, stop_reason, answer)
+
+    def failed(self, error):
+        message = f'The agent "{self.config.id}" could not answer a proxied request: {error.message}'
+        write_log([log_entry("error", "provider_error", self.config.id, message)], self.log)
+        return self.exchange(None, error, ERROR, None)
+
+    def exchange(self, completion, error, stop_reason, answer):
+        return Exchange(
+            completion=completion,
+            error=error,
+            rounds=tuple(self.rounds),
+            messages=tuple(self.messages),
+            stop_reason=stop_reason,
+            answer=answer,
+            rounds_used=self.rounds_used,
+            message=self.turn.message,
+            log=tuple(self.log),
+            requests=self.requests,
+        )
+
+
+def answer_request(config, request, ask, history=None):
+    """Answer one ProxyRequest under the agent's AgentConfig, asking upstream in turn. `ask(body)` sends a
+    chat-completions body upstream and returns the parsed answer, or raises UpstreamError. `history`: the messages
+    to send upstream in place of the client's — its conversation with the rounds it never saw put back
+    (engine.proxy.recording) — so the model remembers what it was told; the counts come from the client's messages
+    either way. Returns the Exchange, a failure included."""
+    exchange = ProxyExchange(config, request, history)
+    steps = exchange.steps()
+    try:
+        body = next(steps)
+        while True:
+            body = steps.send(ask(body))
+    except StopIteration as done:
+        return done.value
+    except UpstreamError as error:
+        return exchange.failed(error)

@@ -1,0 +1,55 @@
+"""Answer a request to an agent's policy proxy and record it as a run, in the app's database (SPEC §8).
+
+Load the agent and its provider connection, read the client's body, then engine.proxy.serve: the one sequence that
+finds the run the conversation continues, answers under the agent's policy and records the run — here into the
+runs table. Bad input (an unknown agent, a body the proxy cannot forward) raises before anything is sent or stored.
+No Flask here.
+"""
+
+from engine.config import SCRIPTED_PROVIDER
+from engine.proxy.request import read_request
+from engine.proxy.serve import answer_and_record as serve
+from engine.proxy.upstream import upstream_for_agent
+from engine.tools import default_registry
+from store import NotFound
+from store import agents as agent_store
+from store import providers as provider_store
+from store import runs as run_store
+
+
+class StoredRuns:
+    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs."""
+
+    def __init__(self, db, agent_id):
+        self.db = db
+        self.agent_id = agent_id
+
+    def find(self, conversation_key):
+        return run_store.proxied_run_with_conversation(self.db, self.agent_id, conversation_key)
+
+    def save(self, run):
+        return run_store.save_run(self.db, run)
+
+    def continue_run(self, run_id, run, conversation_key, new_log):
+        return run_store.continue_run(self.db, run_id, run, conversation_key, new_log)
+
+
+def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transport=None):
+    """(the engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent and
+    ValidationError naming the field of a bad body; a failed upstream request is a stored run with stop_reason
+    "error" and the Exchange's `error`."""
+    config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
+    request = read_request(body)
+    ask = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
+    return serve(config, merged, request, ask, StoredRuns(db, agent_id))
+
+
+def _connection_of(db, provider_id):
+    """{id: connection} of the one connection the agent names; empty for the scripted model, or when the
+    connection is gone (the upstream then says so)."""
+    if provider_id == SCRIPTED_PROVIDER:
+        return {}
+    try:
+        return {provider_id: provider_store.get_provider(db, provider_id)}
+    except NotFound:
+        return {}

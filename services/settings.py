@@ -1,0 +1,51 @@
+"""What the app's configuration says, read the same way by the blueprints and the CLI: the tool registry, the
+options a run takes, whether the login is on, and the name lists set in the config or the environment."""
+
+import ipaddress
+import os
+
+from flask import current_app
+
+from store import providers as provider_store
+
+
+def tool_registry():
+    """The app's tool registry, built in create_app (tests inject their own)."""
+    return current_app.config["TOOL_REGISTRY"]
+
+
+def configured_names(name):
+    """A config value listing names, as a list: a list already, or text separated by commas or spaces (how an
+    environment variable such as TOOLGATE_ALLOWED_HOSTS gives it)."""
+    value = current_app.config.get(name) or ()
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return [str(item) for item in value]
+
+
+def run_options():
+    """What a run needs from the app's config besides the database (tests inject a registry, an environment or a
+    client). A run reads API keys only from the variables a provider connection may name."""
+    environ = current_app.config.get("MODEL_ENVIRON")
+    return {
+        "registry": tool_registry(),
+        "environ": provider_store.key_environ(
+            os.environ if environ is None else environ, configured_names("KEY_VARIABLES")
+        ),
+        "transport": current_app.config.get("MODEL_TRANSPORT"),
+        "lease_seconds": current_app.config["RUN_LEASE_SECONDS"],
+    }
+
+
+def login_enabled():
+    return bool(current_app.config.get("ADMIN_PASSWORD") or current_app.config.get("ADMIN_PASSWORD_HASH"))
+
+
+def is_loopback(address):
+    """Whether serving on `address` (make run HOST=…) reaches this machine only."""
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
