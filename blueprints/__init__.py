@@ -13,6 +13,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from blueprints.forms import DeleteForm, apply_errors
+from engine.proxy import chat_completions
 from store import NotFound, ValidationError
 from store.history import ID_MAX
 
@@ -126,8 +127,7 @@ def is_proxy_request():
 
 def openai_error(status, message, code=None, param=None, error_type=None):
     """An error in OpenAI's shape, which OpenAI clients read: the policy proxy's (blueprints.proxy)."""
-    error_type = error_type or ("invalid_request_error" if status < 500 else "server_error")
-    return jsonify({"error": {"message": message, "type": error_type, "param": param, "code": code}}), status
+    return jsonify(chat_completions.error_body(status, message, error_type, code, param)), status
 
 
 def error_response(code, title, message):

@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify, request, url_for
 
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
-from engine.proxy.stream import server_sent_events
+from engine.proxy import chat_completions as chat_completions_api
 from services import proxy as proxy_service
 from services.settings import run_options
 from store import NotFound
@@ -28,37 +28,51 @@ def _unknown_agent(error):
     return openai_error(404, str(error), code="agent_not_found")
 
 
-@bp.post("/chat/completions")
-def chat_completions(agent_id):
-    body = request.get_json(force=True, silent=True)
+def _api_error(api, status, message, **fields):
+    response = jsonify(api.error_body(status, message, **fields))
+    response.status_code = status
+    return response
+
+
+def answer_in(api, agent_id):
+    """Answer the request in the client's API (a module of engine.proxy: chat_completions, …) and name the run it
+    recorded. A body that is not sent as JSON is refused before anything is read: a web page can post text/plain
+    across sites without asking, and this endpoint spends the server's model account."""
+    if not request.is_json:
+        return _api_error(api, 415, "The body must be sent as JSON (Content-Type: application/json).")
+    body = request.get_json(silent=True)
     if not isinstance(body, dict):
-        return openai_error(400, "The body must be a JSON object: an OpenAI chat-completions request.")
+        return _api_error(api, 400, "The body must be a JSON object.")
     try:
         options = run_options()
-        exchange, run = proxy_service.answer_and_record(
+        client_request, exchange, run = proxy_service.answer_and_record(
             get_db(),
             agent_id,
             body,
+            api,
             registry=options["registry"],
             environ=options["environ"],
             transport=options["transport"],
         )
     except NotFound as error:
-        return _unknown_agent(error)
+        return _api_error(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
-        return openai_error(400, str(error), code="invalid_value", param=error.field)
+        return _api_error(api, 400, str(error), code="invalid_value", param=error.field)
     if exchange.error is not None:
         error = exchange.error
-        response, status = openai_error(error.status, error.message, code=error.code, error_type=error.type)
-        response.status_code = status
-    elif body.get("stream"):
-        include_usage = (body.get("stream_options") or {}).get("include_usage") is True
-        response = Response(server_sent_events(exchange.completion, include_usage), mimetype="text/event-stream")
+        response = _api_error(api, error.status, error.message, error_type=error.type, code=error.code)
+    elif body.get("stream") is True:
+        response = Response(api.stream(exchange, client_request), mimetype="text/event-stream")
         response.headers["Cache-Control"] = "no-cache"
     else:
-        response = jsonify(exchange.completion)
+        response = jsonify(api.answer(exchange, client_request))
     response.headers[RUN_HEADER] = str(run["id"])
     return response
+
+
+@bp.post("/chat/completions")
+def chat_completions(agent_id):
+    return answer_in(chat_completions_api, agent_id)
 
 
 @bp.get("/models")

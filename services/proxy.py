@@ -7,7 +7,7 @@ No Flask here.
 """
 
 from engine.config import SCRIPTED_PROVIDER
-from engine.proxy.request import read_request
+from engine.proxy import chat_completions
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
 from engine.tools import default_registry
@@ -34,14 +34,16 @@ class StoredRuns:
         return run_store.continue_run(self.db, run_id, run, conversation_key, new_log)
 
 
-def answer_and_record(db, agent_id, body, *, registry=None, environ=None, transport=None):
-    """(the engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent and
-    ValidationError naming the field of a bad body; a failed upstream request is a stored run with stop_reason
-    "error" and the Exchange's `error`."""
+def answer_and_record(db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None):
+    """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
+    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent and ValidationError naming
+    the field of a bad body; a failed upstream request is a stored run with stop_reason "error" and the Exchange's
+    `error`."""
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
-    request = read_request(body)
+    request = api.read(body)
     ask = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
-    return serve(config, merged, request, ask, StoredRuns(db, agent_id))
+    exchange, run = serve(config, merged, request, ask, StoredRuns(db, agent_id))
+    return request, exchange, run
 
 
 def _connection_of(db, provider_id):

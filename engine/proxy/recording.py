@@ -102,11 +102,11 @@ def _counts(rounds):
     }
 
 
-def new_run(agent, exchange, conversation, duration_ms, client_tools, opening_length, continues_run=None):
-    """The run of a request that continues no stored one (or starts the next turn of `continues_run`). What a replay
-    of the run as its client needs (engine.proxy.replay): `client_tools`, the tools the client sent, as it sent them;
-    `opening_length`, how many of the exchange's messages came before its first round (the client's, or the history
-    restored for them)."""
+def new_run(agent, exchange, conversation, duration_ms, request, opening_length, continues_run=None):
+    """The run of a request that continues no stored one (or starts the next turn of `continues_run`), with the API
+    its client spoke. What a replay of the run as its client needs (engine.proxy.replay): the `request`'s tools, as
+    the client sent them (in Chat Completions' shape when it spoke another API); `opening_length`, how many of the
+    exchange's messages came before its first round (the client's, or the history restored for them)."""
     record = RunRecord(
         agent_id=agent["id"],
         message=exchange.message,
@@ -130,7 +130,9 @@ def new_run(agent, exchange, conversation, duration_ms, client_tools, opening_le
         "source": PROXY_SOURCE,
         "conversation": _conversation(exchange, conversation),
         "continues_run": continues_run,
-        "client": {"tools": list(client_tools), "opening_length": opening_length},
+        "api": request.api,
+        "client": {"tools": list(request.tools), "opening_length": opening_length},
+        **({"left_out_tools": list(request.left_out_tools)} if request.left_out_tools else {}),
     }
 
 

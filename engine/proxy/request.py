@@ -23,8 +23,13 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 OWN_FIELDS = ("model", "messages", "tools", "stream", "stream_options", "n")
 
 
+CHAT_COMPLETIONS = "chat_completions"
+
+
 @dataclass(frozen=True)
 class ProxyRequest:
+    """A client's request in the canonical form every API is translated into: a Chat Completions conversation."""
+
     messages: tuple  # the client's messages, as it sent them
     tools: tuple  # its `tools` entries, as it sent them
     declared: tuple  # the same as Tools, for the gate: its name, description and schema
@@ -32,6 +37,8 @@ class ProxyRequest:
     stream: bool
     include_usage: bool  # stream_options.include_usage: a last chunk with the usage
     passthrough: dict  # every other field (temperature, tool_choice, …), sent upstream as it is
+    api: str = CHAT_COMPLETIONS  # the API the client spoke: chat_completions, responses or messages
+    left_out_tools: tuple = ()  # tools the client sent that the upstream cannot run (hosted tools), by type or name
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ def answer_and_record(config, agent, request, ask, runs):
             return exchange, saved
     continues = stored["id"] if stored is not None else None
     opening = len(request.messages if history is None else history)
-    run = new_run(agent, exchange, conversation, duration_ms, request.tools, opening, continues)
+    run = new_run(agent, exchange, conversation, duration_ms, request, opening, continues)
     return exchange, runs.save(run)
 
 

@@ -43,7 +43,9 @@ def api_run(client, run_id):
 
 def without_latency(rounds):
     """The rounds without what the clock decides: each request's latency."""
-    return [{key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")} for round_ in rounds]
+    return [
+        {key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")} for round_ in rounds
+    ]
 
 
 def next_hop(html, run_id):

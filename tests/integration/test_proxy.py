@@ -384,7 +384,9 @@ def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body
 
 def test_a_body_that_is_not_json_and_an_unknown_agent_are_answered_in_openais_shape(app, client):
     with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
-        not_json = http.post("/proxy/canvas/v1/chat/completions", content=b"{oops")
+        not_json = http.post(
+            "/proxy/canvas/v1/chat/completions", content=b"{oops", headers={"Content-Type": "application/json"}
+        )
         unknown = http.post("/proxy/nobody/v1/chat/completions", json={"model": "m", "messages": [USER]})
         elsewhere = http.get("/proxy/canvas/v1/embeddings")
     assert not_json.status_code == 400 and set(not_json.json()["error"]) == {"message", "type", "param", "code"}
@@ -414,3 +416,23 @@ def test_arguments_an_upstream_sends_as_an_object_reach_the_client_as_json_text(
     with proxy_client(app, "canvas") as sdk:
         message = sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE]).choices[0].message
     assert message.tool_calls[0].function.arguments == placement("hero")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Content-Type": "text/plain"}, {}, {"Content-Type": "application/x-www-form-urlencoded"}],
+    ids=["text/plain", "no content type", "a form"],
+)
+def test_a_body_not_sent_as_json_is_refused_with_415_before_anything_goes_upstream_or_is_recorded(
+    app, client, upstream, headers
+):
+    """What a web page can post across sites without asking (text/plain, a form) never spends the model account."""
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("Spent."))]
+    body = json.dumps({"model": "m", "messages": [USER]}).encode()
+    with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
+        refused = http.post("/proxy/canvas/v1/chat/completions", content=body, headers=headers)
+    assert refused.status_code == 415
+    assert refused.json()["error"]["message"] == "The body must be sent as JSON (Content-Type: application/json)."
+    assert set(refused.json()["error"]) == {"message", "type", "param", "code"}
+    assert upstream.requests == [] and client.get("/api/runs").json["runs"] == []

@@ -69,7 +69,10 @@ def advance(state, model, tools, cut_here):
 
 def without_timing(run):
     """The run without what the clock decides: its duration and each request's latency."""
-    rounds = [{key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")} for round_ in run["rounds"]]
+    rounds = [
+        {key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")}
+        for round_ in run["rounds"]
+    ]
     return {**{key: value for key, value in run.items() if key != "duration_ms"}, "rounds": rounds}
 
 

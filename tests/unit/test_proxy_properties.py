@@ -15,8 +15,8 @@ from engine.config import load_agent
 from engine.gate import review_calls
 from engine.proxy.client_tools import proxy_view
 from engine.proxy.core import answer_request
-from engine.proxy.recording import ClientConversation, continued_run, new_run, restored_history
 from engine.proxy.request import current_turn, read_request
+from engine.proxy.serve import RunsInMemory, answer_and_record
 from engine.proxy.upstream import upstream_for_agent
 from engine.types import ToolCall
 
@@ -175,23 +175,19 @@ def script_item(answer):
 
 def proxied_run(agent, message):
     """The run recorded for a conversation a client drives through the proxy to its end, running every call it
-    gets (the result names the call), as services.proxy records each of its requests."""
+    gets (the result names the call): each request answered and recorded by engine.proxy.serve, the function the
+    app's proxy calls too."""
     config, merged = load_agent(agent)
     ask = upstream_for_agent(config)
-    messages, run = [{"role": "system", "content": "Build pages."}, message], None
+    runs = RunsInMemory()
+    messages = [{"role": "system", "content": "Build pages."}, message]
     while True:
         request = read_request({"model": "m", "messages": messages, "tools": TOOLS})
-        conversation = ClientConversation(request.messages)
-        length = conversation.point[1] if conversation.point else 0
-        history = restored_history(run, request.messages, length) if run else None
-        exchange = answer_request(config, request, ask, history)
-        if run is None:
-            run = new_run(merged, exchange, conversation, 1.0, request.tools, len(request.messages))
-        else:
-            run = continued_run(run, merged, exchange, conversation, length, 1.0)
+        exchange, run = answer_and_record(config, merged, request, ask, runs)
         answer = exchange.completion["choices"][0]["message"]
         if exchange.stop_reason != "awaiting_client":
-            return {**run, "id": 1, "created_at": "2026-12-01T00:00:00Z"}
+            assert len(runs.runs) == 1  # every request of the conversation joined its one run
+            return {**run, "created_at": "2026-12-01T00:00:00Z"}
         ran = [
             {"role": "tool", "tool_call_id": call["id"], "content": f"ran {call['id']}"}
             for call in answer["tool_calls"]
