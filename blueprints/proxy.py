@@ -13,6 +13,7 @@ from flask import Blueprint, Response, jsonify, request, url_for
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
+from engine.proxy.stream import pieces_of
 from services import proxy as proxy_service
 from services.settings import run_options
 from store import NotFound
@@ -62,7 +63,7 @@ def answer_in(api, agent_id):
         error = exchange.error
         response = _api_error(api, error.status, error.message, error_type=error.type, code=error.code)
     elif body.get("stream") is True:
-        response = Response(api.stream(exchange, client_request), mimetype="text/event-stream")
+        response = Response(api.stream(pieces_of(exchange.completion), client_request), mimetype="text/event-stream")
         response.headers["Cache-Control"] = "no-cache"
     else:
         response = jsonify(api.answer(exchange, client_request))

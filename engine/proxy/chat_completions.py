@@ -2,12 +2,13 @@
 
 Every API the proxy speaks is one module like this one: `read(body)` turns the client's body into a ProxyRequest
 (ValidationError naming the field), `answer(exchange, request)` the exchange's chat completion into the body the
-client gets, `stream(exchange, request)` into its stream's bytes, and `error_body(...)` an error into the API's
-error shape. The gate, the re-asks, the counts and the recording never know which API the client spoke.
+client gets, `stream(pieces, request)` the answer's pieces (engine.proxy.stream) into its stream's bytes, and
+`error_body(...)` an error into the API's error shape. The gate, the re-asks, the counts and the recording never
+know which API the client spoke.
 """
 
 from .request import CHAT_COMPLETIONS, read_request
-from .stream import server_sent_events
+from .stream import Call, End, Start, Text, server_sent_events
 
 NAME = CHAT_COMPLETIONS
 
@@ -20,8 +21,37 @@ def answer(exchange, request):
     return exchange.completion
 
 
-def stream(exchange, request):
-    return server_sent_events(exchange.completion, request.include_usage)
+def completion_chunks(pieces, include_usage=False):
+    """The `chat.completion.chunk`s of an answer: the role, each text delta, one per tool call, the finish reason;
+    then, when the client asked for it (stream_options.include_usage), one without choices that carries the usage."""
+    head = None
+
+    def chunk(delta, finish_reason=None):
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+
+    for piece in pieces:
+        if isinstance(piece, Start):
+            head = {"id": piece.id, "object": "chat.completion.chunk", "created": piece.created, "model": piece.model}
+            head.update(piece.extra)
+            if include_usage:
+                head["usage"] = None
+            yield chunk({"role": "assistant", "content": ""})
+        elif isinstance(piece, Text):
+            yield chunk({"content": piece.text})
+        elif isinstance(piece, Call):
+            function = {"name": piece.name, "arguments": piece.arguments}
+            yield chunk(
+                {"tool_calls": [{"index": piece.index, "id": piece.id, "type": "function", "function": function}]}
+            )
+        elif isinstance(piece, End):
+            yield chunk({}, piece.finish_reason)
+            if include_usage:
+                yield {**head, "choices": [], "usage": piece.usage}
+
+
+def stream(pieces, request):
+    yield from server_sent_events(completion_chunks(pieces, request.include_usage))
+    yield b"data: [DONE]\n\n"
 
 
 def error_body(status, message, error_type=None, code=None, param=None):

@@ -7,10 +7,12 @@ import json
 import pytest
 
 from engine.config import ValidationError, load_agent
+from engine.proxy import chat_completions
+from engine.proxy.chat_completions import completion_chunks
 from engine.proxy.core import answer_request
 from engine.proxy.recording import ClientConversation, conversation_key
 from engine.proxy.request import current_turn, read_request
-from engine.proxy.stream import completion_chunks, server_sent_events
+from engine.proxy.stream import pieces_of
 
 USER = {"role": "user", "content": "Go."}
 NOTE = {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}
@@ -198,7 +200,7 @@ def test_a_streamed_answer_is_its_role_text_calls_finish_and_usage_then_done():
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
     }
-    chunks = completion_chunks(completion, include_usage=True)
+    chunks = list(completion_chunks(pieces_of(completion), include_usage=True))
     deltas = [chunk["choices"][0]["delta"] for chunk in chunks[:-1]]
     assert deltas == [
         {"role": "assistant", "content": ""},
@@ -208,5 +210,5 @@ def test_a_streamed_answer_is_its_role_text_calls_finish_and_usage_then_done():
     ]
     assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 3
-    events = list(server_sent_events(completion))
+    events = list(chat_completions.stream(pieces_of(completion), read_request({"messages": [USER]})))
     assert events[-1] == b"data: [DONE]\n\n" and len(events) == 5
