@@ -8,12 +8,13 @@ answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the bluep
 login on, the key a client sends must be an API token (blueprints.auth).
 """
 
-from flask import Blueprint, Response, jsonify, request, url_for
+from itertools import chain
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
-from engine.proxy.stream import pieces_of
 from services import proxy as proxy_service
 from services.settings import run_options
 from store import NotFound
@@ -44,30 +45,49 @@ def answer_in(api, agent_id):
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return _api_error(api, 400, "The body must be a JSON object.")
+    options = run_options()
+    services = {"registry": options["registry"], "environ": options["environ"], "transport": options["transport"]}
     try:
-        options = run_options()
-        client_request, exchange, run = proxy_service.answer_and_record(
-            get_db(),
-            agent_id,
-            body,
-            api,
-            registry=options["registry"],
-            environ=options["environ"],
-            transport=options["transport"],
-        )
+        if body.get("stream") is True:
+            return _streamed(api, agent_id, body, services)
+        client_request, exchange, run = proxy_service.answer_and_record(get_db(), agent_id, body, api, **services)
     except NotFound as error:
         return _api_error(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
         return _api_error(api, 400, str(error), code="invalid_value", param=error.field)
     if exchange.error is not None:
-        error = exchange.error
-        response = _api_error(api, error.status, error.message, error_type=error.type, code=error.code)
-    elif body.get("stream") is True:
-        response = Response(api.stream(pieces_of(exchange.completion), client_request), mimetype="text/event-stream")
-        response.headers["Cache-Control"] = "no-cache"
+        response = _upstream_error(api, exchange.error)
     else:
         response = jsonify(api.answer(exchange, client_request))
     response.headers[RUN_HEADER] = str(run["id"])
+    return response
+
+
+def _upstream_error(api, error):
+    return _api_error(api, error.status, error.message, error_type=error.type, code=error.code)
+
+
+def _streamed(api, agent_id, body, services):
+    """A streamed answer, live: the response starts with the upstream's first chunk. An upstream that fails before
+    it says anything is answered as an error with its status, like a request that was not streamed."""
+    database = current_app.config["DATABASE"]
+    client_request, streamed, pieces = proxy_service.stream_and_record(database, agent_id, body, api, **services)
+    first = next(pieces, None)
+    if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded
+        response = _upstream_error(api, streamed.live.exchange.error)
+        response.headers[RUN_HEADER] = str(streamed.run["id"])
+        return response
+
+    def events():
+        sent = api.stream(chain([first], pieces), client_request)
+        try:
+            yield from sent
+        finally:  # a client that went away: the upstream request stops, and the run records how far it got
+            sent.close()
+            pieces.close()
+
+    response = Response(events(), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
     return response
 
 

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlparse
@@ -114,13 +115,47 @@ class ChatModel:
         """Send a chat-completions body as it is, within the deadline, with the connection's auth, headers and
         retries; the answer as the JSON the server sent (which the policy proxy passes on, fields Toolgate does
         not know included). ProviderError saying in words what happened to the request."""
+        with self.asking():
+            answer = self.client.post("/chat/completions", body=body, cast_to=object, options=self._options)
+        if isinstance(answer, str):  # a server that did not say its body is JSON: the SDK hands over the text
+            try:
+                return json.loads(answer)
+            except ValueError:
+                return answer  # not an answer the reader can find a message in (engine.round)
+        return answer
+
+    def stream(self, body):
+        """The same request streamed: each chunk the server sends, as JSON, while it writes them (ProviderError as
+        `post`). A server that answers a streamed request with one whole completion yields that completion."""
+        import openai
+
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        with self.asking():
+            chunks = self.client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=object,
+                options=self._options,
+                stream=True,
+                stream_cls=openai.Stream[object],
+            )
+            with chunks:  # closes the upstream connection when the client stops reading, too
+                if "text/event-stream" not in chunks.response.headers.get("content-type", ""):
+                    chunks.response.read()
+                    yield chunks.response.json()
+                    return
+                yield from chunks
+
+    @contextmanager
+    def asking(self):
+        """The request's deadline, and what can go wrong with a request told in words (ProviderError)."""
         import openai
 
         from .deadline import DeadlinePassed, request_budget
 
         with request_budget(self.timeout or DEFAULT_TIMEOUT) as budget:
             try:
-                answer = self.client.post("/chat/completions", body=body, cast_to=object, options=self._options)
+                yield budget
             except DeadlinePassed:
                 raise self.error(f"The model did not answer within the {budget.seconds:g} s timeout", budget) from None
             except openai.APITimeoutError:
@@ -135,12 +170,6 @@ class ChatModel:
                 raise self.error(f"Could not reach the model endpoint{_attempts(budget)}: {reason}") from None
             except (openai.OpenAIError, ValueError, TypeError) as error:
                 raise self.error(f"The model's answer could not be read: {error}") from None
-        if isinstance(answer, str):  # a server that did not say its body is JSON: the SDK hands over the text
-            try:
-                return json.loads(answer)
-            except ValueError:
-                return answer  # not an answer the reader can find a message in (engine.round)
-        return answer
 
     def error(self, text, budget=None, status=None):
         if budget is not None:

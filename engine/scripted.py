@@ -84,6 +84,34 @@ def _arguments_text(arguments):
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+def _halves(text):
+    middle = len(text) // 2
+    return [part for part in (text[:middle], text[middle:]) if part]
+
+
+def stream_chunks(completion, include_usage):
+    """A completion as the chunks a streaming server sends: the role, the text word by word, each call's id and
+    name then its arguments in two halves, the finish reason, and the usage when the client asked for it."""
+    head = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta, finish_reason=None):
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": word}) for word in re.findall(r"\S+\s*|\s+", message.get("content") or "")]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        opening = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"]}}
+        chunks.append(chunk({"tool_calls": [{**opening, "function": {**opening["function"], "arguments": ""}}]}))
+        for part in _halves(call["function"]["arguments"]):
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    return chunks
+
+
 class ScriptedModel:
     """WSGI app answering POST …/chat/completions from a fixed script."""
 
@@ -123,6 +151,11 @@ class ScriptedModel:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if body.get("stream") is True:
+            chunks = stream_chunks(completion, (body.get("stream_options") or {}).get("include_usage") is True)
+            data = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks) + b"data: [DONE]\n\n"
+            start_response("200 OK", [("Content-Type", "text/event-stream"), ("Content-Length", str(len(data)))])
+            return [data]
         return self._respond(start_response, "200 OK", completion)
 
     @staticmethod

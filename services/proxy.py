@@ -6,8 +6,11 @@ runs table. Bad input (an unknown agent, a body the proxy cannot forward) raises
 No Flask here.
 """
 
+from contextlib import ExitStack
+
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions
+from engine.proxy.serve import StreamedAnswer
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
 from engine.tools import default_registry
@@ -15,6 +18,7 @@ from store import NotFound
 from store import agents as agent_store
 from store import providers as provider_store
 from store import runs as run_store
+from store.db import pooled_db
 
 
 class StoredRuns:
@@ -39,11 +43,38 @@ def answer_and_record(db, agent_id, body, api=chat_completions, *, registry=None
     engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent and ValidationError naming
     the field of a bad body; a failed upstream request is a stored run with stop_reason "error" and the Exchange's
     `error`."""
+    config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport)
+    exchange, run = serve(config, merged, request, upstream, StoredRuns(db, agent_id))
+    return request, exchange, run
+
+
+def stream_and_record(
+    database_path, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None
+):
+    """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
+    The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded then:
+    the stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
+    held = ExitStack()
+    db = held.enter_context(pooled_db(database_path))
+    try:
+        config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport)
+        streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(db, agent_id))
+    except BaseException:
+        held.close()
+        raise
+
+    def pieces():
+        with held:
+            yield from streamed.pieces()
+
+    return request, streamed, pieces()
+
+
+def _prepared(db, agent_id, body, api, registry, environ, transport):
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
     request = api.read(body)
-    ask = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
-    exchange, run = serve(config, merged, request, ask, StoredRuns(db, agent_id))
-    return request, exchange, run
+    upstream = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
+    return config, merged, request, upstream
 
 
 def _connection_of(db, provider_id):

@@ -128,6 +128,16 @@ def get_db():
     return g.db
 
 
+@contextmanager
+def pooled_db(path):
+    """A connection from the pool for work that outlives its request (a streamed answer's recording)."""
+    db = _pool.take(path)
+    try:
+        yield db
+    finally:
+        _pool.give_back(path, db)
+
+
 def close_db(exception=None):
     db = g.pop("db", None)
     if db is not None:

@@ -8,7 +8,7 @@ know which API the client spoke.
 """
 
 from .request import CHAT_COMPLETIONS, read_request
-from .stream import Call, End, Start, Text, server_sent_events
+from .stream import Call, End, Failure, Start, Text, server_sent_events
 
 NAME = CHAT_COMPLETIONS
 
@@ -43,6 +43,8 @@ def completion_chunks(pieces, include_usage=False):
             yield chunk(
                 {"tool_calls": [{"index": piece.index, "id": piece.id, "type": "function", "function": function}]}
             )
+        elif isinstance(piece, Failure):  # the upstream failed mid-stream: OpenAI's streams end with the error
+            yield error_body(piece.status, piece.message, error_type="upstream_error")
         elif isinstance(piece, End):
             yield chunk({}, piece.finish_reason)
             if include_usage:

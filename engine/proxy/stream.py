@@ -7,7 +7,11 @@ finish reason and the usage). Each API's module (engine.proxy.chat_completions, 
 """
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from .core import UpstreamError
+
+CLIENT_WENT_AWAY = "The client closed the stream before its answer was complete."
 
 
 @dataclass(frozen=True)
@@ -57,3 +61,152 @@ def server_sent_events(events, named=False):
     for event in events:
         data = json.dumps(event, ensure_ascii=False)
         yield (f"event: {event['type']}\ndata: {data}\n\n" if named else f"data: {data}\n\n").encode()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The upstream failed after the client's stream began: the stream ends with the error."""
+
+    status: int
+    message: str
+
+
+class Assembly:
+    """The chunks of one streamed upstream answer put back together: `add(chunk)` returns the text it brings, and
+    `completion()` is the whole answer as a non-streamed server would have sent it."""
+
+    def __init__(self):
+        self.head = {}
+        self.content = []
+        self.calls = {}  # index -> {"id", "type", "function": {"name", "arguments"}}
+        self.finish_reason = None
+        self.usage = None
+
+    def add(self, chunk):
+        if not isinstance(chunk, dict):
+            return ""
+        for key in ("id", "created", "model", "system_fingerprint"):
+            if key in chunk and key not in self.head:
+                self.head[key] = chunk[key]
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return ""
+        choice = choices[0]
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        # A whole completion (a server that did not stream) carries a message where a chunk carries a delta.
+        delta = choice.get("delta") or choice.get("message") or {}
+        for number, call in enumerate(delta.get("tool_calls") or []):
+            self.add_call(call, number)
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            self.content.append(text)
+            return text
+        return ""
+
+    def add_call(self, call, number):
+        if not isinstance(call, dict):
+            return
+        index = call.get("index", number)
+        entry = self.calls.setdefault(index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+        if call.get("id"):
+            entry["id"] = call["id"]
+        function = call.get("function") or {}
+        if function.get("name"):
+            entry["function"]["name"] += function["name"]
+        arguments = function.get("arguments")
+        if arguments is not None:
+            entry["function"]["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+    def completion(self):
+        message = {"role": "assistant", "content": "".join(self.content) or None}
+        if self.calls:
+            message["tool_calls"] = [self.calls[index] for index in sorted(self.calls)]
+        completion = {
+            "object": "chat.completion",
+            **self.head,
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+        }
+        if self.usage is not None:
+            completion["usage"] = self.usage
+        return completion
+
+
+class LiveAnswer:
+    """A streamed client request answered as the upstream writes: `pieces()` asks upstream with streaming, hands
+    the client each text delta at once and a tool call only once its whole response has passed the gate (the proxy
+    fails closed), and goes on with the next response when one was rejected and asked again. Afterwards `exchange`
+    is the request's Exchange whose answer is exactly what the client received — its text, every delta it was sent
+    — or, when the client went away, how far it got."""
+
+    def __init__(self, exchange, upstream, own_id):
+        self.proxy_exchange = exchange
+        self.upstream = upstream
+        self.own_id = own_id
+        self.exchange = None
+        self.shown = []  # every text delta the client was sent
+
+    def start(self, head):
+        model = self.proxy_exchange.config.model or head.get("model") or self.proxy_exchange.request.model
+        extra = {key: head[key] for key in ("system_fingerprint",) if key in head}
+        return Start(head.get("id") or self.own_id, model, head.get("created") or 0, extra)
+
+    def pieces(self):
+        steps = self.proxy_exchange.steps()
+        started, last_text = False, ""
+        try:
+            body = next(steps)
+            while True:
+                assembly, last_text = Assembly(), ""
+                chunks = self.upstream.stream(body)
+                try:
+                    for chunk in chunks:
+                        text = assembly.add(chunk)
+                        if not started and assembly.head:
+                            started = True
+                            yield self.start(assembly.head)
+                        if text:
+                            self.shown.append(text)
+                            last_text += text
+                            yield Text(text)
+                finally:
+                    chunks.close()  # a client that went away stops the upstream request too
+                body = steps.send(assembly.completion())
+        except StopIteration as done:
+            exchange = done.value
+        except UpstreamError as error:
+            self.exchange = self.proxy_exchange.failed(error)
+            if started:
+                yield Failure(error.status, error.message)
+            return
+        except GeneratorExit:  # the client went away: the run keeps the text it had been sent
+            failed = self.proxy_exchange.failed(UpstreamError(499, CLIENT_WENT_AWAY))
+            self.exchange = replace(failed, answer="".join(self.shown) or None)
+            raise
+        completion = exchange.completion
+        if not started:
+            yield self.start(completion)
+        message = completion["choices"][0]["message"]
+        own = message.get("content") or ""
+        if own != last_text:  # an answer the proxy gave itself (the cap message), not the text just streamed
+            self.shown.append(own)
+            yield Text(own)
+        self.exchange = self.as_shown(exchange)
+        for index, call in enumerate(message.get("tool_calls") or []):
+            yield Call(index, call["id"], call["function"]["name"], call["function"].get("arguments") or "")
+        yield End(completion["choices"][0].get("finish_reason") or "stop", completion.get("usage"))
+
+    def as_shown(self, exchange):
+        """The exchange with its answer's text as the client received it: every delta of the request, the ones of
+        responses it never saw the calls of included."""
+        if not self.shown:
+            return exchange
+        text = "".join(self.shown)
+        completion = exchange.completion
+        choice = completion["choices"][0]
+        message = {**choice["message"], "content": text}
+        completion = {**completion, "choices": [{**choice, "message": message}]}
+        messages = (*exchange.messages[:-1], message)
+        answer = text if exchange.answer is not None else None
+        return replace(exchange, completion=completion, messages=messages, answer=answer)

@@ -1,7 +1,7 @@
-"""The agent's provider as the policy proxy's upstream: a chat-completions body in, the answer as parsed JSON out,
-through the ChatModel a run of the agent would use — the shared client of its connection, its deadline, retries,
-headers and extra body, the key redacted from whatever comes back — so the scripted model answers the agent's
-script.
+"""The agent's provider as the policy proxy's upstream: a chat-completions body in, the answer as parsed JSON out
+(or its chunks as the model writes them), through the ChatModel a run of the agent would use — the shared client of
+its connection, its deadline, retries, headers and extra body, the key redacted from whatever comes back — so the
+scripted model answers the agent's script.
 
 The body goes out as the proxy built it and the answer comes back as the server sent it, so that fields Toolgate
 does not know pass through to the client. Failures become UpstreamError with the status the client should get.
@@ -14,25 +14,41 @@ from ..redaction import redact
 from .core import UpstreamError
 
 
-def upstream_for_agent(config, model_name="", providers=None, environ=None, transport=None):
-    """`ask(body)` for the agent's provider; the agent's model if it names one, else `model_name` (the client's),
-    else the connection's default. When the provider cannot be used at all (no such connection, no key, no model)
-    `ask` raises UpstreamError (502) saying so, like any failed request."""
-    try:
-        model = model_for_agent(replace(config, model=config.model or model_name), providers, environ, transport)
-    except ProviderError as error:
-        unavailable = UpstreamError(502, str(error), code="provider_unavailable")
+class Upstream:
+    """The agent's provider as the proxy asks it: called with a chat-completions body, the parsed answer; `stream`
+    gives the answer's chunks as the model writes them. Failures are UpstreamError."""
 
-        def refuse(body):
-            raise unavailable
+    def __init__(self, model=None, unavailable=None):
+        self.model = model
+        self.unavailable = unavailable
 
-        return refuse
+    def body(self, body):
+        if self.unavailable is not None:
+            raise self.unavailable
+        return {**body, **self.model.extra_body, "model": body.get("model") or self.model.model}
 
-    def ask(body):
-        body = {**body, **model.extra_body, "model": body.get("model") or model.model}
+    def __call__(self, body):
+        body = self.body(body)
         try:
-            return redact(model.post(body), model.secret)
+            return redact(self.model.post(body), self.model.secret)
         except ProviderError as error:
             raise UpstreamError(error.status or 502, str(error)) from None
 
-    return ask
+    def stream(self, body):
+        body = self.body(body)
+        try:
+            for chunk in self.model.stream(body):
+                yield redact(chunk, self.model.secret)
+        except ProviderError as error:
+            raise UpstreamError(error.status or 502, str(error)) from None
+
+
+def upstream_for_agent(config, model_name="", providers=None, environ=None, transport=None):
+    """The Upstream of the agent's provider; the agent's model if it names one, else `model_name` (the client's),
+    else the connection's default. When the provider cannot be used at all (no such connection, no key, no model)
+    asking it raises UpstreamError (502) saying so, like any failed request."""
+    try:
+        model = model_for_agent(replace(config, model=config.model or model_name), providers, environ, transport)
+    except ProviderError as error:
+        return Upstream(unavailable=UpstreamError(502, str(error), code="provider_unavailable"))
+    return Upstream(model)

@@ -1,0 +1,106 @@
+"""A streamed proxied answer, live (issue 21): the proxy streams from upstream and hands the client text as the model
+writes it — the first words arrive while the upstream is still writing — and a client that goes away mid-stream
+stops the upstream request, its run recording how far it got. Real servers on 127.0.0.1 on both sides."""
+
+import json
+import threading
+import time
+
+import httpx2
+import pytest
+
+from tests.live_http import serving
+from tests.proxy_support import PLACE, RESTRICT, USER, add_upstream, proxy_client
+
+WAIT = 10.0  # seconds any step may take before the test fails instead of hanging
+
+
+class HeldStream:
+    """A streaming OpenAI-compatible server that writes "Hello " at once, then waits to be released before it writes
+    the rest, word by word. `closed_early` says the proxy hung up before it had written everything."""
+
+    def __init__(self, words=("world.",), pause=0.0):
+        self.released = threading.Event()
+        self.closed_early = threading.Event()
+        self.words = words
+        self.pause = pause
+        self.bodies = []
+
+    def __call__(self, environ, start_response):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        self.bodies.append(json.loads(environ["wsgi.input"].read(length)))
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+        return self.events()
+
+    def events(self):
+        head = {"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+        def data(delta, finish_reason=None):
+            chunk = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        try:
+            yield data({"role": "assistant", "content": ""})
+            yield data({"content": "Hello "})
+            self.released.wait(WAIT)
+            for word in self.words:
+                time.sleep(self.pause)
+                yield data({"content": word})
+            yield data({}, "stop")
+            yield b"data: [DONE]\n\n"
+        except GeneratorExit:
+            self.closed_early.set()
+            raise
+
+
+@pytest.fixture
+def held(app, client):
+    upstream = HeldStream()
+    with serving(upstream) as url:
+        add_upstream(app, url)
+        agent = {"label": "Canvas", "provider": "upstream", "client_tools": RESTRICT}
+        assert client.put("/api/agents/canvas", json=agent).status_code in (200, 201)
+        yield upstream
+
+
+def test_the_first_words_reach_the_client_while_the_upstream_is_still_writing(app, client, held):
+    with proxy_client(app, "canvas") as sdk:
+        stream = sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE], stream=True)
+        texts = []
+        for chunk in stream:
+            delta = chunk.choices[0].delta if chunk.choices else None
+            if delta is not None and delta.content:
+                texts.append((delta.content, held.released.is_set()))
+                held.released.set()  # the upstream writes the rest only now
+    assert texts == [("Hello ", False), ("world.", True)]
+    assert held.bodies[0]["stream"] is True
+    [run] = client.get("/api/runs?agent=canvas").json["runs"]
+    stored = client.get(f"/api/runs/{run['id']}").json
+    assert (stored["stop_reason"], stored["answer"]) == ("answered", "Hello world.")
+    assert stored["messages"][-1] == {"role": "assistant", "content": "Hello world."}
+
+
+def test_a_client_that_goes_away_mid_stream_stops_the_upstream_request_and_the_run_says_how_far_it_got(app, client):
+    upstream = HeldStream(words=tuple(f"word{number} " for number in range(200)), pause=0.01)
+    with serving(upstream) as url:
+        add_upstream(app, url)
+        client.put("/api/agents/canvas", json={"label": "Canvas", "provider": "upstream", "client_tools": RESTRICT})
+        with serving(app) as base_url, httpx2.Client(base_url=base_url, timeout=WAIT) as http:
+            body = {"model": "m", "messages": [USER], "tools": [PLACE], "stream": True}
+            with http.stream("POST", "/proxy/canvas/v1/chat/completions", json=body) as response:
+                for line in response.iter_lines():
+                    if "Hello" in line:
+                        break  # the client has its first words, and hangs up
+            upstream.released.set()
+            assert upstream.closed_early.wait(WAIT), "the upstream was never told to stop"
+            deadline = time.monotonic() + WAIT
+            runs = []
+            while not runs and time.monotonic() < deadline:
+                runs = client.get("/api/runs?agent=canvas").json["runs"]
+                upstream.closed_early.wait(0.05)
+    [run] = runs
+    stored = client.get(f"/api/runs/{run['id']}").json
+    assert stored["stop_reason"] == "error"
+    assert stored["error"] == "The client closed the stream before its answer was complete."
+    assert stored["model_requests"] == 1
+    assert stored["answer"].startswith("Hello ") and not stored["answer"].endswith("word199 ")
