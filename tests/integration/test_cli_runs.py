@@ -124,3 +124,18 @@ def test_import_documents_of_an_empty_folder(runner, tmp_path):
 
 def _search(database, query):
     return DocumentTable(database).search(query)
+
+
+def test_run_agent_shows_the_first_300_characters_of_a_long_tool_output(client, runner, database):
+    document_store.import_documents(database, [{"id": "long", "title": "Long", "body": "Lorem ipsum. " * 60}])
+    script = [{"tool_calls": [{"name": "read_document", "arguments": {"doc_id": "long"}}]}, {"content": "Read."}]
+    agent = {"label": "Docs", "tools": {"read_document": {}}, "script": script}
+    assert client.put("/api/agents/docs", json=agent).status_code == 201
+
+    result = runner.invoke(args=["run-agent", "docs", "Hi"])
+
+    assert result.exit_code == 0, result.output
+    [shown] = [line.strip() for line in result.output.splitlines() if line.strip().startswith("→")]
+    output = client.get("/api/runs/1").json["rounds"][0]["calls"][0]["output"]
+    assert len(" ".join(output.split())) > 300
+    assert shown == "→ " + " ".join(output.split())[:299] + "…"

@@ -438,3 +438,69 @@ def test_a_body_not_sent_as_json_is_refused_with_415_before_anything_goes_upstre
     assert refused.json()["error"]["message"] == "The body must be sent as JSON (Content-Type: application/json)."
     assert set(refused.json()["error"]) == {"message", "type", "param", "code"}
     assert upstream.requests == [] and client.get("/api/runs").json["runs"] == []
+
+
+# --- The proxy's own answers, and what it refuses -------------------------------------------------------------
+
+
+def capped_history():
+    """A conversation whose client already ran two rounds of calls."""
+    history = [USER]
+    for number in (1, 2):
+        call = {"id": f"c{number}", "type": "function", "function": {"name": "place_components", "arguments": "{}"}}
+        history += [{"role": "assistant", "content": "", "tool_calls": [call]}]
+        history += [{"role": "tool", "tool_call_id": f"c{number}", "content": f"uuid-{number}"}]
+    return history
+
+
+def test_the_cap_message_the_proxy_gives_itself_says_stop_and_names_the_agents_model(app, client, upstream):
+    put_agent(client, provider="upstream", model="agent-model", max_rounds=2, on_round_cap="message")
+    with proxy_client(app, "canvas") as sdk:
+        answer = sdk.chat.completions.create(model="client-model", messages=capped_history(), tools=[PLACE])
+
+    assert answer.choices[0].message.content == MAX_ROUNDS_TEXT
+    assert (answer.choices[0].finish_reason, answer.model) == ("stop", "agent-model")
+    assert upstream.bodies == []
+
+
+def test_tool_calls_on_a_request_without_tools_are_answered_with_stop_and_the_agents_model(app, client, upstream):
+    put_agent(client, provider="upstream", model="agent-model", max_rounds=2)
+    upstream.replies = [(200, completion(calls=[("late", "place_components", {"component": "hero"})]))]
+    with proxy_client(app, "canvas") as sdk:
+        answer = sdk.chat.completions.create(model="client-model", messages=capped_history(), tools=[PLACE])
+
+    assert (answer.choices[0].message.content, answer.choices[0].message.tool_calls) == (MAX_ROUNDS_TEXT, None)
+    assert (answer.choices[0].finish_reason, answer.model) == ("stop", "agent-model")
+
+
+def test_an_upstream_answer_over_5_mb_is_refused_like_a_runs(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("x" * (5 * 1024 * 1024 + 1)))]
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.APIStatusError) as raised:
+        sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
+
+    assert raised.value.status_code == 502
+    assert raised.value.body["message"].startswith("The model's answer is larger than 5 MB")
+    run = client.get(f"/api/runs/{raised.value.response.headers['X-Toolgate-Run']}").json
+    assert run["stop_reason"] == "error" and run["rounds"] == []
+
+
+def test_a_history_whose_call_arguments_changed_does_not_continue_the_old_run(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [
+        (200, completion(calls=[("a", "place_components", {"component": "hero"})])),
+        (200, completion("Placed.")),
+    ]
+    with proxy_client(app, "canvas") as sdk:
+        first = sdk.chat.completions.with_raw_response.create(model="m", messages=[USER], tools=[PLACE])
+        answer = first.parse().choices[0].message.model_dump(exclude_none=True)
+        changed = json.loads(json.dumps(answer))
+        changed["tool_calls"][0]["function"]["arguments"] = placement("text")
+        result = {"role": "tool", "tool_call_id": "a", "content": "uuid-a"}
+        second = sdk.chat.completions.with_raw_response.create(
+            model="m", messages=[USER, changed, result], tools=[PLACE]
+        )
+
+    assert second.headers["X-Toolgate-Run"] != first.headers["X-Toolgate-Run"]
+    old = client.get(f"/api/runs/{first.headers['X-Toolgate-Run']}").json
+    assert old["stop_reason"] == "awaiting_client" and len(old["rounds"]) == 1
