@@ -22,6 +22,7 @@ from werkzeug.security import generate_password_hash
 
 from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
+from engine.types import AWAITING_APPROVAL
 from services import cases as case_service
 from services import demo, run_texts
 from services import runs as run_service
@@ -189,7 +190,7 @@ def format_run(run):
     lines.append("")
     pending = run.get("pending_round")
     if pending:
-        waiting = [call["id"] for call in pending["calls"] if call["status"] == "awaiting_approval"]
+        waiting = [call["id"] for call in pending["calls"] if call["status"] == AWAITING_APPROVAL]
         lines.append(
             f"Round {pending['number']} awaits approval of {', '.join(waiting)}: nothing of it has run. Decide on "
             f"/runs/{run['id']}, or POST /api/runs/{run['id']}/decisions."

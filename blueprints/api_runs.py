@@ -13,6 +13,7 @@ from flask import Blueprint, jsonify, request, url_for
 
 from blueprints import json_error, json_validation_error, keyset_ids, whole_number
 from engine import STOP_REASONS, ValidationError
+from engine.types import RUNNING
 from services import runs as run_service
 from services.settings import run_options
 from store import NotFound
@@ -83,7 +84,7 @@ def decide(run_id):
         run = run_service.decide_stored_run(
             db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
         )
-        if run["state"] == "running":
+        if run["state"] == RUNNING:
             run = run_service.continue_stored_run(db, run_id, **options)
     except NotFound as error:
         return json_error(404, str(error), "run_id")

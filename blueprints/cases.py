@@ -10,7 +10,7 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 
 from blueprints import done, get_or_404
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, case_form
-from engine.cases import call_key, expectation_values, replay_refusal
+from engine.cases import expectation_key, expectation_values, replay_refusal
 from services import cases as case_service
 from services.settings import tool_registry
 from store import NotFound, ValidationError
@@ -24,7 +24,7 @@ bp = Blueprint("cases", __name__)
 
 @bp.app_context_processor
 def case_helpers():
-    return {"case_refusal": replay_refusal, "case_call_key": call_key}
+    return {"case_refusal": replay_refusal, "case_expectation_key": expectation_key}
 
 
 def _require_token():

@@ -15,6 +15,7 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 
 from blueprints.runs import is_htmx, next_hop_for, render_run
 from engine import ValidationError
+from engine.types import AWAITING, RUNNING
 from services import runs as run_service
 from services.settings import run_options
 from store import NotFound
@@ -55,7 +56,7 @@ def step(run_id):
         run = run_service.step_stored_run(db, run_id, **run_options())
     except run_service.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
-        return _live_update(run, "retry" if run.get("state") == "running" else None)
+        return _live_update(run, "retry" if run.get("state") == RUNNING else None)
     except ValidationError as error:
         return _live_update(run_store.get_run(db, run_id), notice=f"The run cannot go on: {error}")
     return _live_update(run, next_hop_for(run))
@@ -160,7 +161,7 @@ def decide(run_id):
         return render_run(run, status=400, **context)
     if is_htmx():
         return _live_update(run, next_hop_for(run))
-    if run.get("state") == "running":
+    if run.get("state") == RUNNING:
         _continue(db, run_id, options)
         return _to_the_run(run_id)
-    return _to_the_run(run_id, f"run-{run_id}-pending" if run.get("state") == "awaiting_approval" else None)
+    return _to_the_run(run_id, f"run-{run_id}-pending" if run.get("state") == AWAITING else None)

@@ -17,6 +17,8 @@ from blueprints import get_or_404, keyset_ids_or_400, list_filters
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
+from engine.proxy.recording import PROXY_SOURCE
+from engine.types import RUNNING
 from services import run_texts
 from services import runs as run_service
 from services.settings import run_options, tool_registry
@@ -63,13 +65,13 @@ def elapsed_ms(run):
 
 
 def is_htmx():
-    return request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
+    return request.headers.get("HX-Request") == "true"
 
 
 def next_hop_for(run):
     """What a page that shows this run asks for next: its next step while it runs (a step another request holds is
     asked for again a moment later, so a page that watches a run drives it once the request that did has gone)."""
-    return "step" if run.get("state") == "running" else None
+    return "step" if run.get("state") == RUNNING else None
 
 
 def render_run(run, status=200, **context):
@@ -213,7 +215,7 @@ def run_again(run_id):
     form = DeleteForm()
     if not form.validate_on_submit():
         abort(400)
-    if previous.get("source") == "proxy":
+    if previous.get("source") == PROXY_SOURCE:
         flash("A proxied run cannot be run again here: its client ran its tool calls.", "error")
         return redirect(url_for("runs.show_run", run_id=run_id), 303)
     try:

@@ -28,7 +28,7 @@ from .proxy.recording import PROXY_SOURCE
 from .proxy.replay import client_from_run, client_problem, play_client
 from .round import ANSWERED, AWAITING_CLIENT, RETURN_DIRECTLY, ROUND_CAP
 from .scripted import REFERENCE, resolve_references
-from .types import ERROR, EXECUTED, REJECTED
+from .types import AWAITING, AWAITING_APPROVAL, ERROR, EXECUTED, REJECTED
 
 NAME_MAX = 200
 CASE_FIELDS = ("agent_id", "name", "message", "overrides", "script", "decisions", "expected", "unpinned", "client")
@@ -67,7 +67,7 @@ def replay_refusal(run):
     return f'it stopped with "{reason}", which the scripted model cannot play'
 
 
-def call_key(round_number, position, field):
+def expectation_key(round_number, position, field):
     """The key of one pinned expectation: "rounds/N/I/FIELD" is FIELD of the I-th call of round N."""
     return f"rounds/{round_number}/{position}/{field}"
 
@@ -89,12 +89,12 @@ def expectation_from_run(run):
 
 
 def expectation_values(expected):
-    """Every expectation a case can pin, by key: "stop_reason", "answer" and call_key(...) for each call."""
+    """Every expectation a case can pin, by key: "stop_reason", "answer" and expectation_key(...) for each call."""
     values = {"stop_reason": expected["stop_reason"], "answer": expected["answer"]}
     for round_ in expected["rounds"]:
         for position, call in enumerate(round_["calls"], start=1):
             for field in CALL_FIELDS:
-                values[call_key(round_["number"], position, field)] = call[field]
+                values[expectation_key(round_["number"], position, field)] = call[field]
     return values
 
 
@@ -333,7 +333,7 @@ def _compare_round(number, expected_calls, actual_calls, unpinned, differences):
     for position in range(1, max(len(expected_calls), len(actual_calls)) + 1):
         expected = expected_calls[position - 1] if position <= len(expected_calls) else None
         actual = actual_calls[position - 1] if position <= len(actual_calls) else None
-        pinned = [field for field in CALL_FIELDS if call_key(number, position, field) not in unpinned]
+        pinned = [field for field in CALL_FIELDS if expectation_key(number, position, field) not in unpinned]
         if expected is None:
             differs = list(CALL_FIELDS)
             differences.append(f"{_call_label(number, actual)}: made, but not expected ({_verdict(actual)})")
@@ -404,9 +404,9 @@ def check_case(agent, case, **options):
     except ValidationError as error:
         return failed_check(f"The case cannot run against the agent as it is now: {error}")
     outcome = compare_outcome(case, run)
-    if run.get("state") == "awaiting_approval":
+    if run.get("state") == AWAITING:
         pending = run["pending_round"]
-        waiting = [call["id"] for call in pending["calls"] if call["status"] == "awaiting_approval"]
+        waiting = [call["id"] for call in pending["calls"] if call["status"] == AWAITING_APPROVAL]
         undecided = ", ".join(call_id for call_id in waiting if call_id not in case["decisions"])
         difference = f"round {pending['number']}: waits for approval of {undecided}, which the case has no decision on"
         outcome = {**outcome, "passed": False, "differences": [*outcome["differences"], difference]}

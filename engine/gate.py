@@ -69,7 +69,7 @@ def _schema_errors(tool, rules, arguments):
     return "; ".join(details)
 
 
-def call_key(name, arguments):
+def identical_call_key(name, arguments):
     """What makes two calls identical for max_identical_calls: the tool and its arguments as parsed JSON."""
     return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
@@ -84,7 +84,7 @@ def _review_one(call, config, registry, calls_so_far, identical_so_far, artifact
     verdict = _check_arguments(call, tool, settings, *call.parsed_arguments(), artifacts)
     if not verdict.allowed:
         return verdict
-    identical = identical_so_far[call_key(call.name, verdict.arguments)]
+    identical = identical_so_far[identical_call_key(call.name, verdict.arguments)]
     if settings.max_identical_calls and identical >= settings.max_identical_calls:
         message = texts.REPEATED_CALL.format(tool=call.name, count=identical)
         return Verdict(call, False, REPEATED_CALL, message, replaced_placeholders=verdict.replaced_placeholders)
@@ -122,7 +122,7 @@ def review_edited_arguments(call, arguments, config, registry, artifacts=None):
 
 def review_calls(calls, config, registry, calls_so_far=None, *, identical_so_far=None, artifacts=None):
     """Decide every call of one response. What already ran in this run: `calls_so_far` counts the calls per
-    tool name (for max_calls_per_run), `identical_so_far` the calls per `call_key` (for max_identical_calls);
+    tool name (for max_calls_per_run), `identical_so_far` the calls per `identical_call_key` (for max_identical_calls);
     `artifacts` maps the run's placeholders to their content. None of them is modified."""
     # Plus the calls allowed earlier in this response.
     counted = Counter(calls_so_far or {})
@@ -132,7 +132,7 @@ def review_calls(calls, config, registry, calls_so_far=None, *, identical_so_far
         verdict = _review_one(call, config, registry, counted, identical, artifacts or {})
         if verdict.allowed:
             counted[call.name] += 1
-            identical[call_key(call.name, verdict.arguments)] += 1
+            identical[identical_call_key(call.name, verdict.arguments)] += 1
         verdicts.append(verdict)
 
     counts = Counter(call.name for call in calls)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from . import texts
 from .approvals import REVIEWER_REJECTED, PendingRound, read_decisions
 from .config import MESSAGE_MAX, NOT_UNICODE, ValidationError, is_valid_unicode, load_agent
-from .gate import Verdict, call_key, review_edited_arguments
+from .gate import Verdict, identical_call_key, review_edited_arguments
 from .providers import ProviderError, model_for_agent
 from .redaction import redact
 from .round import (
@@ -69,7 +69,7 @@ class _Run:
         self.call_ids = set()  # every tool call id the transcript holds, for repairing repeated ones
         self.secret = None  # the provider's API key, redacted from what the run records
         self.calls_so_far = Counter()  # calls per tool that ran (executed or raised), for max_calls_per_run
-        self.identical_so_far = Counter()  # the same, per gate.call_key, for max_identical_calls
+        self.identical_so_far = Counter()  # the same, per gate.identical_call_key, for max_identical_calls
         self.artifacts = []  # use_artifacts outputs, as RunRecord.artifacts
         self.executed = set()  # tools that executed successfully, for require_usage
         self.pending = None  # the PendingRound that waits for approval
@@ -280,7 +280,7 @@ class _Run:
     def execute(self, verdict, round_number):
         call = verdict.call
         self.calls_so_far[call.name] += 1
-        self.identical_so_far[call_key(call.name, verdict.arguments)] += 1
+        self.identical_so_far[identical_call_key(call.name, verdict.arguments)] += 1
         tool = self.registry.get(call.name)
         noted = {
             "forced_arguments": verdict.forced_arguments,

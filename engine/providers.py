@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlparse
 
+from .config import SCRIPTED_PROVIDER
 from .redaction import redact
 from .scripted import ScriptedModel
 
@@ -319,7 +320,7 @@ def connection_model(connection, model="", environ=None, transport=None, setting
 def model_for_agent(config, providers=None, environ=None, transport=None):
     """The ChatModel an agent talks to: its script, or the provider connection it names."""
     settings = RequestSettings.of(config)
-    if config.provider == "scripted":
+    if config.provider == SCRIPTED_PROVIDER:
         return scripted_model(list(config.script), config.model, settings)
     connection = (providers or {}).get(config.provider)
     if connection is None:

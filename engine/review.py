@@ -4,7 +4,7 @@ and the tools to send the model, exactly as a run would send them."""
 from collections import Counter
 
 from .config import MAX_CALLS_PER_RESPONSE, ValidationError, json_value_problem, load_agent
-from .gate import call_key, restriction_log_message, review_calls
+from .gate import identical_call_key, restriction_log_message, review_calls
 from .proxy.client_tools import gate_api_view
 from .tools import default_registry
 from .types import ToolCall
@@ -111,7 +111,7 @@ CALLS_SO_FAR_RULE = (
 
 
 def _checked_calls_so_far(value):
-    """(calls per tool name, calls per gate.call_key) from either form of `calls_so_far`."""
+    """(calls per tool name, calls per gate.identical_call_key) from either form of `calls_so_far`."""
     if value is None:
         return None, None
     if isinstance(value, list):
@@ -123,7 +123,7 @@ def _checked_calls_so_far(value):
             if error:
                 raise ValidationError({where: error})
             counts[name] += 1
-            identical[call_key(name, parsed)] += 1
+            identical[identical_call_key(name, parsed)] += 1
         return counts, identical
     if not isinstance(value, dict):
         raise ValidationError({"calls_so_far": CALLS_SO_FAR_RULE})

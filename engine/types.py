@@ -219,9 +219,13 @@ class Round:
         )
 
 
+# The states of a run, defined here once. A run that has not ended is running or awaiting approval; `interrupted`
+# is how a stored one reads when the process stepping it died (store.runs).
 RUNNING = "running"
 AWAITING = "awaiting_approval"
 FINISHED = "finished"
+INTERRUPTED = "interrupted"
+RUN_STATES = (RUNNING, AWAITING, FINISHED, INTERRUPTED)
 
 
 @dataclass(frozen=True)

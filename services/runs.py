@@ -16,6 +16,7 @@ import time
 
 import engine
 from engine.config import SCRIPTED_PROVIDER, ValidationError
+from engine.types import AWAITING, FINISHED, INTERRUPTED, RUNNING
 from store import agents as agent_store
 from store import log as log_store
 from store import providers as provider_store
@@ -26,8 +27,6 @@ from store.documents import DocumentTable
 # How long past its model's timeout a step may take, and how long a run waits for its next step, before it
 # reads "interrupted".
 LEASE_SECONDS = 15.0
-RUNNING = "running"
-AWAITING_APPROVAL = "awaiting_approval"
 # What a stored run has that the engine's run does not: added when it is read.
 READ_KEYS = ("id", "created_at", "started_at", "stop_requested")
 
@@ -55,13 +54,13 @@ def _claim(db, run_id, claim, lease_until):
 def _why_not(run, claim):
     """Why the run cannot be held for `claim` (store.runs.CLAIMS)."""
     state = run.get("state", "finished")
-    if state == "finished":
+    if state == FINISHED:
         return "The run has already ended."
-    if claim == "decide" and state != AWAITING_APPROVAL:
+    if claim == "decide" and state != AWAITING:
         return "The run is not awaiting approval: nothing waits for a decision."
-    if claim in ("step", "resume") and state == AWAITING_APPROVAL:
+    if claim in ("step", "resume") and state == AWAITING:
         return "The run is awaiting approval: decide on its waiting calls first."
-    if claim == "step" and state == "interrupted":
+    if claim == "step" and state == INTERRUPTED:
         return "The run was interrupted: Resume it to go on."
     if claim == "resume" and state == RUNNING:
         return "The run is not interrupted: it is running."

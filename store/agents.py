@@ -40,19 +40,22 @@ def get_agent(db, agent_id):
 
 def get_agent_config(db, agent_id, registry):
     """(the frozen AgentConfig, the agent's JSON form) of the stored agent, validated against the registry's tools,
-    as engine.config.load_agent gives them. Built once per version of the agent's rows and shared: the JSON form is
-    read, never changed. The key is the rows' content, so an edit, by another process too, is seen at once.
-    Raises NotFound."""
+    as engine.config.load_agent gives them. Validated once per version of the agent's rows: the key is the rows'
+    content, so an edit, by another process too, is seen at once. The config is frozen and shared; each caller gets
+    a JSON form of its own (a run keeps it as its snapshot). Raises NotFound."""
     row, tool_rows = _stored_rows(db, agent_id)
     tools = tuple((tool["tool_name"], tool["settings"]) for tool in tool_rows)
-    return _loaded_agent(registry, row["id"], row["revision"], row["data"], tools)
+    config, agent_json = _loaded_agent(registry, row["id"], row["revision"], row["data"], tools)
+    return config, json.loads(agent_json)
 
 
 @lru_cache(maxsize=64)
 def _loaded_agent(registry, agent_id, revision, data, tools):
+    """(the AgentConfig, the JSON form as text): text, so no thread is handed a dict another one holds."""
     row = {"id": agent_id, "revision": revision, "data": data}
     tool_rows = [{"tool_name": name, "settings": settings} for name, settings in tools]
-    return load_agent(_agent_from_rows(row, tool_rows), known_tools=registry.parameters_by_name())
+    config, agent = load_agent(_agent_from_rows(row, tool_rows), known_tools=registry.parameters_by_name())
+    return config, json.dumps(agent)
 
 
 def list_agents(db):

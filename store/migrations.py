@@ -116,15 +116,15 @@ def _create_log(db):
 @migrations(name="0007_store_each_run_fact_once")
 def _store_each_run_fact_once(db):
     # Runs stored before held the agent snapshot twice and every transcript message beside the rounds it repeats.
-    # This step writes today's stored form (store/run_format.py): a later change of that form needs a step of its
-    # own, and this step must then keep writing what it writes today.
+    # This step writes the stored form of its time (store/run_format.py, form 1), whatever form runs are written in
+    # later: run_format reads every form.
     last_id = 0
     while True:
         rows = list(db.query("SELECT id, result FROM runs WHERE id > ? ORDER BY id LIMIT 500", [last_id]))
         if not rows:
             return
         for row in rows:
-            db["runs"].update(row["id"], run_format.stored_row(json.loads(row["result"])))
+            db["runs"].update(row["id"], run_format.stored_row(json.loads(row["result"]), form=1))
         last_id = rows[-1]["id"]
 
 

@@ -21,6 +21,10 @@ TEXT_COLUMNS = ("agent_id", "message", "stop_reason", "answer")
 INTEGER_COLUMNS = ("tool_calls", "rejected_calls")
 REAL_COLUMNS = ("duration_ms",)
 JSON_COLUMNS = {"overrides": "overrides", "agent": "agent_snapshot"}  # run key: column
+# The stored forms, each read by run_from_row: 1, migration step 0007's; 2, a round's offered tools `true` when they
+# are the names of the tools it sent.
+FORMS = (1, 2)
+FORM = FORMS[-1]
 
 
 def _compact_json(value):
@@ -92,7 +96,7 @@ def _sent_names(tools_sent):
         return None
 
 
-def _compact_round(round_, earlier):
+def _compact_round(round_, earlier, form):
     """The round with the assistant's tool calls null when its calls repeat them (a round without calls keeps its
     empty list, so a null always means "the calls"), the names of the tools it offered `true` when they are the
     names of the tools it sent, the tools it sent as the number of an earlier round that sent the same (the same
@@ -105,7 +109,7 @@ def _compact_round(round_, earlier):
         pass
     sent = round_.get("tools_sent")
     offered = round_.get("tools_offered")
-    if isinstance(sent, list) and isinstance(offered, list) and _same(offered, _sent_names(sent)):
+    if form >= 2 and isinstance(sent, list) and isinstance(offered, list) and _same(offered, _sent_names(sent)):
         round_ = {**round_, "tools_offered": True}
     if sent is not None:
         same = next((number for number, other in enumerate(earlier) if _same(other.get("tools_sent"), sent)), None)
@@ -116,12 +120,12 @@ def _compact_round(round_, earlier):
     return round_
 
 
-def _compact_rounds(rounds):
+def _compact_rounds(rounds, form):
     """The rounds as a table; when every round's calls are a table with the same keys, those keys are named once,
     as the table's "call_keys", and each round keeps only its calls' rows."""
     if not all(isinstance(round_, dict) for round_ in rounds):
         return rounds
-    table = _as_table([_compact_round(round_, rounds[:number]) for number, round_ in enumerate(rounds)])
+    table = _as_table([_compact_round(round_, rounds[:number], form) for number, round_ in enumerate(rounds)])
     if not isinstance(table, dict):
         return table
     column = table["keys"].index("calls") if "calls" in table["keys"] else None
@@ -197,9 +201,9 @@ def _full_transcript(compact, rebuilt):
     return messages
 
 
-def stored_row(run):
+def stored_row(run, form=FORM):
     """The runs row for `run` (without `id` and `created_at`): the listing columns, the agent snapshot and
-    `result`, the rest of the run."""
+    `result`, the rest of the run, in the stored `form` (FORMS; a migration step names the form of its time)."""
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     row = {
         "agent_id": run.get("agent_id"),
@@ -218,7 +222,7 @@ def stored_row(run):
     if isinstance(run.get("messages"), list):
         result["messages"] = _compact_transcript(run["messages"], _rebuilt_transcript(run))
     if isinstance(run.get("rounds"), list):
-        result["rounds"] = _compact_rounds(run["rounds"])
+        result["rounds"] = _compact_rounds(run["rounds"], form)
     row["result"] = _compact_json(result)
     return row
 

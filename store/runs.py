@@ -14,6 +14,8 @@ import json
 import time
 from dataclasses import replace
 
+from engine.types import FINISHED, INTERRUPTED, RUNNING
+
 from . import get_row, history, insert_row, now
 from . import log as log_store
 from .db import write_transaction
@@ -24,9 +26,6 @@ SUMMARY = (
     "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, created_at, "
     "state, lease_until"
 )
-FINISHED = "finished"
-RUNNING = "running"
-INTERRUPTED = "interrupted"
 SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC §8)
 
 

@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from ..config import TOOL_NAME_PATTERN, ValidationError
-from ..gate import call_key
+from ..gate import identical_call_key
 from ..types import ToolCall
 from .client_tools import ANY_OBJECT, client_tool
 
@@ -47,7 +47,7 @@ class Turn:
 
     rounds_used: int  # assistant messages with tool calls
     calls_so_far: Counter  # calls per tool answered by a tool message: they ran on the client
-    identical_so_far: Counter  # the same per gate.call_key
+    identical_so_far: Counter  # the same per gate.identical_call_key
     message: str  # the last user message's text ("" when there is none)
 
 
@@ -183,6 +183,6 @@ def current_turn(messages):
             calls[name] += 1
             arguments, error = ToolCall(data["id"], name, data["function"].get("arguments", "")).parsed_arguments()
             if error is None:
-                identical[call_key(name, arguments)] += 1
+                identical[identical_call_key(name, arguments)] += 1
     message = text_of(messages[last_user].get("content")) if last_user >= 0 else ""
     return Turn(rounds, calls, identical, message)

@@ -94,3 +94,20 @@ def test_a_run_in_a_shape_the_store_does_not_know_is_kept_as_it_is():
     run["answer"] = {"text": "not a string"}
     stored = {**run_format.stored_row(run), "id": run["id"], "created_at": run["created_at"]}
     assert json.dumps(run_format.run_from_row(stored)) == json.dumps(run)
+
+
+def test_step_0007_keeps_writing_its_own_form_while_new_runs_are_written_in_the_latest_and_both_read_back(client):
+    agent = {
+        key: value for key, value in json.loads(RUN_AGENTS["three"]["agent_snapshot"]).items() if key != "revision"
+    }
+    client.put("/api/agents/three", json=agent)
+    run = client.post("/api/agents/three/runs", json={"message": RUN_AGENTS["three"]["message"]}).json
+    run = {key: value for key, value in run.items() if key not in ("id", "created_at")}
+
+    of_0007, latest = run_format.stored_row(run, form=1), run_format.stored_row(run)
+
+    offered = [json.loads(row["result"])["rounds"]["rows"][0][1] for row in (of_0007, latest)]
+    assert offered == [["list_bundles", "list_entity_types"], True]
+    for row in (of_0007, latest):
+        read = run_format.run_from_row({**row, "id": 1, "created_at": "2026-12-03T00:00:00Z"})
+        assert {key: value for key, value in read.items() if key not in ("id", "created_at")} == run

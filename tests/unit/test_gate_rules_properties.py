@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from engine.artifacts import PLACEHOLDER
 from engine.config import load_agent
-from engine.gate import call_key, review_calls
+from engine.gate import identical_call_key, review_calls
 from engine.tools import Tool, ToolRegistry
 from engine.types import ToolCall
 
@@ -86,7 +86,7 @@ def build_calls(specs):
 
 def previous(ran):
     """calls_so_far and identical_so_far of calls that already ran, each with arguments {"n": value}."""
-    return Counter(name for name, _n in ran), Counter(call_key(name, {"n": n}) for name, n in ran)
+    return Counter(name for name, _n in ran), Counter(identical_call_key(name, {"n": n}) for name, n in ran)
 
 
 def resolved(text):
@@ -114,7 +114,7 @@ def expected_reasons(specs, tools, ran):
         arguments = {"n": rule["values"][0] if rule and rule["action"] == "force_value" else n}
         if s is not None:
             arguments["s"] = resolved(s)
-        key = call_key(name, arguments)
+        key = identical_call_key(name, arguments)
         if settings_["max_identical_calls"] and identical[key] >= settings_["max_identical_calls"]:
             reasons.append("repeated_call")
             continue
@@ -201,7 +201,7 @@ def test_no_identical_call_is_allowed_past_its_limit(tools, specs, ran):
 
     result = review(tools, specs, ran)
 
-    allowed = Counter(call_key(v.call.name, v.arguments) for v in result.verdicts if v.allowed)
+    allowed = Counter(identical_call_key(v.call.name, v.arguments) for v in result.verdicts if v.allowed)
     for key, count in allowed.items():
         limit = config.settings_for(key[0]).max_identical_calls
         if limit:

@@ -5,7 +5,7 @@ import pytest
 
 from engine import run_agent
 from engine.config import load_agent
-from engine.gate import call_key, review_calls
+from engine.gate import identical_call_key, review_calls
 from engine.tools import default_registry
 from engine.types import ToolCall
 from tests.unit.unit_helpers import SpyRegistry, answer, call, make_agent, tool_round
@@ -111,13 +111,13 @@ def test_without_the_setting_the_same_call_runs_every_time():
     ],
 )
 def test_identical_means_the_same_parsed_json(first, second, same):
-    assert (call_key("t", first) == call_key("t", second)) is same
-    assert call_key("t", first) != call_key("u", first)
+    assert (identical_call_key("t", first) == identical_call_key("t", second)) is same
+    assert identical_call_key("t", first) != identical_call_key("u", first)
 
 
 def test_the_gate_counts_identical_calls_that_ran_before_without_changing_them():
     config, _ = load_agent(make_agent({"list_bundles": {"max_identical_calls": 2}}))
-    before = {call_key("list_bundles", NODE): 1}
+    before = {identical_call_key("list_bundles", NODE): 1}
     identical_so_far = dict(before)
     calls = [ToolCall("a", "list_bundles", NODE), ToolCall("b", "list_bundles", '{"entity_type":"node"}')]
 
