@@ -25,6 +25,7 @@ from blueprints.auth import login_enabled
 from blueprints.cases import checked_summary
 from blueprints.runs import run_options
 from blueprints.security import is_loopback
+from blueprints.traces import traced
 from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
 from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
@@ -237,7 +238,9 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         except RecursionError:
             raise BadInput("--overrides is nested too deeply; nothing was run.") from None
     try:
-        run = run_execution.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
+        run = traced(
+            run_execution.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
+        )
     except NotFound as error:
         raise BadInput(str(error)) from None
     except ValidationError as error:

@@ -13,6 +13,7 @@ from flask import Blueprint, jsonify, request, url_for
 
 from blueprints import json_error, json_validation_error, keyset_ids, whole_number
 from blueprints.runs import run_options
+from blueprints.traces import traced
 from engine import STOP_REASONS, ValidationError
 from store import NotFound, run_execution
 from store import runs as run_store
@@ -46,8 +47,10 @@ def create_run(agent_id):
         return failure
     db = get_db()
     try:
-        run = run_execution.execute_and_store_run(
-            db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
+        run = traced(
+            run_execution.execute_and_store_run(
+                db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
+            )
         )
     except NotFound as error:
         return json_error(404, str(error), "agent_id")
@@ -79,11 +82,13 @@ def decide(run_id):
     db = get_db()
     options = run_options()
     try:
-        run = run_execution.decide_stored_run(
-            db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
+        run = traced(
+            run_execution.decide_stored_run(
+                db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
+            )
         )
         if run["state"] == "running":
-            run = run_execution.continue_stored_run(db, run_id, **options)
+            run = traced(run_execution.continue_stored_run(db, run_id, **options))
     except NotFound as error:
         return json_error(404, str(error), "run_id")
     except run_execution.RunConflict as error:

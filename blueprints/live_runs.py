@@ -14,6 +14,7 @@ import json
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from blueprints.runs import is_htmx, next_hop_for, render_run, run_options
+from blueprints.traces import traced
 from engine import ValidationError
 from store import NotFound, run_execution
 from store import runs as run_store
@@ -50,7 +51,7 @@ def step(run_id):
     _load(run_id)
     db = get_db()
     try:
-        run = run_execution.step_stored_run(db, run_id, **run_options())
+        run = traced(run_execution.step_stored_run(db, run_id, **run_options()))
     except run_execution.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
         return _live_update(run, "retry" if run.get("state") == "running" else None)
@@ -64,7 +65,7 @@ def stop(run_id):
     """Stop after the current step: at once when no step holds the run, else as that step ends."""
     _load(run_id)
     try:
-        run = run_execution.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])
+        run = traced(run_execution.stop_stored_run(get_db(), run_id, registry=run_options()["registry"]))
     except run_execution.RunConflict as error:
         run = run_store.get_run(get_db(), run_id)
         if not is_htmx():
@@ -99,7 +100,7 @@ def resume(run_id):
 def _continue(db, run_id, options):
     """Without JavaScript, the request goes on with the run to its next stop (unless another request took it)."""
     try:
-        run_execution.continue_stored_run(db, run_id, **options)
+        traced(run_execution.continue_stored_run(db, run_id, **options))
     except run_execution.RunConflict as error:
         flash(str(error))
 
@@ -134,13 +135,15 @@ def decide(run_id):
     edited = request.form.get("arguments") if request.form.get("decision") == "edit" else None
     try:
         call_id, decision = _posted_decision()
-        run = run_execution.decide_stored_run(
-            db,
-            run_id,
-            {call_id: decision},
-            complete=False,
-            registry=options["registry"],
-            lease_seconds=options["lease_seconds"],
+        run = traced(
+            run_execution.decide_stored_run(
+                db,
+                run_id,
+                {call_id: decision},
+                complete=False,
+                registry=options["registry"],
+                lease_seconds=options["lease_seconds"],
+            )
         )
     except run_execution.RunConflict as error:
         if is_htmx():

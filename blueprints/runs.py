@@ -17,6 +17,7 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, tool_registry
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from blueprints.security import configured_names
+from blueprints.traces import traced
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
 from store import NotFound, run_execution, run_usage
@@ -186,8 +187,10 @@ def _start_or_execute(db, agent_id, message, overrides, repeated_from):
             lease_seconds=options["lease_seconds"],
         )
         return run_store.get_run(db, run_id)
-    return run_execution.execute_and_store_run(
-        db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
+    return traced(
+        run_execution.execute_and_store_run(
+            db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
+        )
     )
 
 
@@ -231,7 +234,7 @@ def run_again(run_id):
         flash("A proxied run cannot be run again here: its client ran its tool calls.", "error")
         return redirect(url_for("runs.show_run", run_id=run_id), 303)
     try:
-        run = run_execution.repeat_and_store_run(db, run_id, **run_options())
+        run = traced(run_execution.repeat_and_store_run(db, run_id, **run_options()))
     except NotFound:
         flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
     except ValidationError as error:
