@@ -9,7 +9,9 @@ processor sends from a thread of its own: a run only queues its spans. A collect
 is noted once (`note_failure`), until it takes spans again; the exporter's own per-batch log lines are kept quiet.
 """
 
+import atexit
 import logging
+import queue
 import threading
 from contextlib import contextmanager
 
@@ -27,6 +29,7 @@ from .run_spans import SCHEMA_URL
 
 KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 # The SDK's exporter logs every batch it could not send; Toolgate notes the first one in its own log instead.
+logger = logging.getLogger("toolgate")
 QUIET_LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.exporter.otlp.common", "opentelemetry.sdk.trace.export")
 
 
@@ -94,19 +97,48 @@ class SpanSender:
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.CRITICAL)
         self.ids = StoredIds()
+        self.timeout_millis = timeout * 1000
         self.provider = TracerProvider(
-            sampler=ALWAYS_ON, resource=Resource.create({"service.name": service_name}), id_generator=self.ids
+            sampler=ALWAYS_ON,
+            resource=Resource.create({"service.name": service_name}),
+            id_generator=self.ids,
+            shutdown_on_exit=False,  # shutdown() instead, bounded
         )
         exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout)
         self.processor = BatchSpanProcessor(
             FailureNotingExporter(exporter, endpoint, note_failure),
             schedule_delay_millis=schedule_delay_millis,
-            export_timeout_millis=timeout * 1000,
+            export_timeout_millis=self.timeout_millis,
         )
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("toolgate", schema_url=SCHEMA_URL)
+        self.pending = queue.SimpleQueue()
+        threading.Thread(target=self._make_spans, name="toolgate-spans", daemon=True).start()
+        atexit.register(self.shutdown)  # what is queued goes out as the process ends (a CLI run's spans)
 
     def send(self, trace_id, span_id, descriptions):
+        """Queue the described spans of one trace; a thread of their own makes them SDK spans, so a run pays only for
+        the queueing."""
+        self.pending.put((trace_id, span_id, descriptions))
+
+    def _make_spans(self):
+        while True:
+            item = self.pending.get()
+            if isinstance(item, threading.Event):  # everything queued before it is made
+                item.set()
+                continue
+            try:
+                self._spans(*item)
+            except Exception:
+                logger.exception("Spans could not be made from a run's record.")
+
+    def _made(self, timeout_seconds):
+        """Whether the spans queued so far were made within `timeout_seconds`."""
+        made = threading.Event()
+        self.pending.put(made)
+        return made.wait(timeout_seconds)
+
+    def _spans(self, trace_id, span_id, descriptions):
         """Start and end each described span, the run's own with the stored ids and the others as its children."""
         parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
         child_context = trace.set_span_in_context(NonRecordingSpan(parent))
@@ -132,10 +164,15 @@ class SpanSender:
         )
 
     def force_flush(self, timeout_millis):
-        return self.provider.force_flush(timeout_millis)
+        return self._made(timeout_millis / 1000) and self.provider.force_flush(timeout_millis)
 
     def shutdown(self):
-        self.provider.shutdown()
+        """Send what is queued, waiting for the collector no longer than about the export timeout (the SDK's own
+        shutdown waits up to 30 s, a batch at a time, for a collector that hangs)."""
+        self._made(self.timeout_millis / 1000)
+        ending = threading.Thread(target=self.provider.shutdown, name="toolgate-trace-shutdown", daemon=True)
+        ending.start()
+        ending.join(self.timeout_millis / 1000 + 1)
 
 
 def _nanoseconds(seconds):

@@ -117,9 +117,10 @@ class RunTracing:
             logger.exception("The spans of run %s could not be exported.", run.get("id"))
 
     def _export(self, db, run, key_environ):
-        trace = run_traces.trace_of(db, run["id"]) or run_traces.open_trace(
-            db, run["id"], secrets.token_hex(16), secrets.token_hex(8), _conversation_id(db, run)
-        )
+        trace = run_traces.trace_of(db, run["id"])
+        if trace is None:
+            ids = {"trace_id": secrets.token_hex(16), "span_id": secrets.token_hex(8)}
+            trace = {**ids, "conversation_id": _conversation_id(db, run), **Cursor().to_row()}
         before = Cursor.from_row(trace)
         secret = self._secret(db, run, key_environ) if self.capture else None
         export = new_spans(
@@ -130,9 +131,15 @@ class RunTracing:
             capture=self.capture,
             redact=lambda value: redact(value, secret),
         )
-        if export.cursor == before or not run_traces.advance(db, run["id"], before.to_row(), export.cursor.to_row()):
+        if export.cursor == before:
             return
-        self.sender.send(int(trace["trace_id"], 16), int(trace["span_id"], 16), export.spans)
+        after = export.cursor.to_row()
+        if "run_id" in trace:
+            claimed = run_traces.advance(db, run["id"], before.to_row(), after)
+        else:
+            claimed = run_traces.start_trace(db, run["id"], trace, after)
+        if claimed:  # else another request sends these spans
+            self.sender.send(int(trace["trace_id"], 16), int(trace["span_id"], 16), export.spans)
 
     def _secret(self, db, run, key_environ):
         """The key of the run's provider connection, to redact; None for the scripted model or a connection gone."""

@@ -16,14 +16,22 @@ def trace_of(db, run_id):
     return rows[0] if rows else None
 
 
-def open_trace(db, run_id, trace_id, span_id, conversation_id=None):
-    """The run's trace row, made with these ids unless another request made it first."""
+def start_trace(db, run_id, trace, cursor):
+    """Store the run's trace (`trace`: its trace_id, span_id and conversation_id) with the cursor of its first
+    export; False, and nothing changed, when another request stored it first."""
     with write_transaction(db):
-        db.execute(
-            "INSERT OR IGNORE INTO run_traces (run_id, trace_id, span_id, conversation_id) VALUES (?, ?, ?, ?)",
-            [run_id, trace_id, span_id, conversation_id],
+        inserted = db.execute(
+            "INSERT OR IGNORE INTO run_traces (run_id, trace_id, span_id, conversation_id, rounds_exported, "
+            "rounds_settled, ended) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                trace["trace_id"],
+                trace["span_id"],
+                trace["conversation_id"],
+                *(int(cursor[key]) for key in CURSOR),
+            ],
         )
-    return trace_of(db, run_id)
+    return inserted.rowcount == 1
 
 
 def advance(db, run_id, before, after):
