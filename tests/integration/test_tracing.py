@@ -34,24 +34,38 @@ HTMX = {"HX-Request": "true"}
 UPSTREAM_SECRET = "sk-upstream-key"  # tests/proxy_support.add_upstream's key
 
 
-@contextmanager
-def traced_app(tmp_path, database, mode="ok", **settings):
-    """The app exporting to a receiver in `mode`; yields (app, receiver)."""
-    receiver = OtlpReceiver(mode)
+@pytest.fixture(scope="module")
+def collector():
+    """One receiver for the module's tests (each empties it first): (receiver, its base URL)."""
+    receiver = OtlpReceiver()
     with serving(receiver) as base_url:
-        environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": base_url, "OTEL_EXPORTER_OTLP_TIMEOUT": "0.5"}
-        environ.update(settings.pop("environ", {}))
-        app = make_app(tmp_path, database_from=database, TELEMETRY_ENVIRON=environ, **settings)
-        try:
-            yield app, receiver
-        finally:
-            receiver.release()
-            app.extensions["toolgate_tracing"].shutdown()
+        yield receiver, base_url
+
+
+@contextmanager
+def exporting_app(tmp_path, database, base_url, **settings):
+    """The app exporting to the receiver at `base_url`, with a short export timeout."""
+    environ = {"OTEL_EXPORTER_OTLP_ENDPOINT": base_url, "OTEL_EXPORTER_OTLP_TIMEOUT": "0.5"}
+    environ.update(settings.pop("environ", {}))
+    app = make_app(tmp_path, database_from=database, TELEMETRY_ENVIRON=environ, **settings)
+    try:
+        yield app
+    finally:
+        app.extensions["toolgate_tracing"].shutdown()
+
+
+@contextmanager
+def traced_app(tmp_path, database, collector, **settings):
+    """(the app exporting to the module's receiver, the receiver, emptied)."""
+    receiver, base_url = collector
+    receiver.spans.clear()
+    with exporting_app(tmp_path, database, base_url, **settings) as app:
+        yield app, receiver
 
 
 @pytest.fixture
-def traced(tmp_path, migrated_database):
-    with traced_app(tmp_path, migrated_database) as found:
+def traced(tmp_path, migrated_database, collector):
+    with traced_app(tmp_path, migrated_database, collector) as found:
         yield found
 
 
@@ -177,14 +191,20 @@ def test_a_rejected_round_has_no_tool_spans_but_a_guardrail_event_per_call_with_
 
 
 def test_with_content_capture_the_messages_arguments_and_outputs_go_out_with_the_providers_key_redacted(
-    tmp_path, migrated_database
+    tmp_path, migrated_database, collector
 ):
     upstream = FakeUpstream(
         completion(calls=[("call_a", "list_bundles", {"entity_type": "media"})], usage=(11, 7, 18)),
         completion("Media has image and video.", usage=(20, 5, 25)),
     )
     environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
-    with serving(upstream) as model_url, traced_app(tmp_path, migrated_database, environ=environ) as (app, receiver):
+    with (
+        serving(upstream) as model_url,
+        traced_app(tmp_path, migrated_database, collector, environ=environ) as (
+            app,
+            receiver,
+        ),
+    ):
         add_upstream(app, model_url)
         client = app.test_client()
         put(
@@ -367,6 +387,40 @@ def test_a_proxied_conversation_of_three_requests_is_one_trace_with_its_hidden_r
     assert {span["attributes"]["gen_ai.tool.type"] for span in tools} == {"function"}  # the client ran them
 
 
+def test_the_next_user_message_of_a_proxied_conversation_is_a_run_of_its_own_in_the_same_conversation(traced):
+    app, receiver = traced
+    client = app.test_client()
+    put(client, "canvas", {"label": "Canvas", "script": [{"content": "Hello."}, {"content": "Still here."}]})
+    messages, run_ids = [USER], []
+    for follow_up in ("And now?", None):
+        response = client.post("/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": messages})
+        run_ids.append(response.headers["X-Toolgate-Run"])
+        messages += [response.get_json()["choices"][0]["message"], {"role": "user", "content": follow_up}]
+    flush(app)
+
+    first, second = sorted(receiver.named("invoke_agent"), key=lambda span: span["attributes"]["toolgate.run.id"])
+    assert [first["attributes"]["toolgate.run.id"], second["attributes"]["toolgate.run.id"]] == [
+        int(run_ids[0]),
+        int(run_ids[1]),
+    ]
+    assert first["trace_id"] != second["trace_id"]
+    assert {span["attributes"]["gen_ai.conversation.id"] for span in receiver.spans} == {run_ids[0]}
+
+
+# --- The CLI -------------------------------------------------------------------------------------------------------
+
+
+def test_a_run_from_the_cli_is_exported_too(traced):
+    app, receiver = traced
+    put(app.test_client(), "bundles", bundles_agent())
+    result = app.test_cli_runner().invoke(args=["run-agent", "bundles", BUNDLES_MESSAGE])
+    assert result.exit_code == 0, result.output
+    flush(app)
+
+    assert agent_span(receiver)["attributes"]["toolgate.run.source"] == "cli"
+    assert len(receiver.spans) == 7
+
+
 # --- A provider error ----------------------------------------------------------------------------------------------
 
 
@@ -394,7 +448,8 @@ def test_a_provider_error_is_a_failed_chat_span_with_its_error_type(traced):
 
 @pytest.mark.parametrize("mode", ["hang", "fail"])
 def test_a_collector_that_hangs_or_fails_costs_runs_nothing_and_is_logged_once(tmp_path, migrated_database, mode):
-    with traced_app(tmp_path, migrated_database, mode=mode) as (app, receiver):
+    receiver = OtlpReceiver(mode)
+    with serving(receiver) as base_url, exporting_app(tmp_path, migrated_database, base_url) as app:
         client = app.test_client()
         put(client, "bundles", bundles_agent())
         runs = []
@@ -406,6 +461,7 @@ def test_a_collector_that_hangs_or_fails_costs_runs_nothing_and_is_logged_once(t
         ] * 2
         assert receiver.requests >= 2
         log = client.get("/log?level=error").get_data(as_text=True)
+        receiver.release()
 
     assert log.count("Traces could not be sent to the collector at http://127.0.0.1:") == 1
     assert receiver.spans == []
@@ -414,8 +470,8 @@ def test_a_collector_that_hangs_or_fails_costs_runs_nothing_and_is_logged_once(t
 # --- The run page's link -------------------------------------------------------------------------------------------
 
 
-def test_the_run_page_links_to_the_trace_when_a_trace_url_is_set(tmp_path, migrated_database):
-    with traced_app(tmp_path, migrated_database, TRACE_URL="http://localhost:6006/traces/{trace_id}") as (
+def test_the_run_page_links_to_the_trace_when_a_trace_url_is_set(tmp_path, migrated_database, collector):
+    with traced_app(tmp_path, migrated_database, collector, TRACE_URL="http://localhost:6006/traces/{trace_id}") as (
         app,
         receiver,
     ):
