@@ -4,12 +4,15 @@ capture sends and hides; a collector that hangs or fails; the run page's link to
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from contextlib import contextmanager
 
 import pytest
 
+from store import runs as run_store
+from store.db import open_db
 from tests.integration.test_approvals import AGENT as APPROVALS_AGENT
 from tests.live_http import ROOT, serving
 from tests.otlp_receiver import OtlpReceiver
@@ -419,6 +422,11 @@ def test_a_run_from_the_cli_is_exported_too(traced):
 
     assert agent_span(receiver)["attributes"]["toolgate.run.source"] == "cli"
     assert len(receiver.spans) == 7
+    # A pruned run's trace ids go with it.
+    database = open_db(app.config["DATABASE"])
+    assert run_store.prune_runs(database, "9999-12-31") == (1, 1)
+    assert database.execute("SELECT COUNT(*) FROM run_traces").fetchone() == (0,)
+    database.close()
 
 
 # --- A provider error ----------------------------------------------------------------------------------------------
@@ -446,10 +454,26 @@ def test_a_provider_error_is_a_failed_chat_span_with_its_error_type(traced):
 # --- A collector that hangs or fails -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode", ["hang", "fail"])
-def test_a_collector_that_hangs_or_fails_costs_runs_nothing_and_is_logged_once(tmp_path, migrated_database, mode):
+@contextmanager
+def collector_in(mode):
+    """(a receiver that hangs or fails, served; its base URL), or for "down" a port nothing listens on."""
+    if mode == "down":
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        closed.close()
+        yield OtlpReceiver(), f"http://127.0.0.1:{port}"
+        return
     receiver = OtlpReceiver(mode)
-    with serving(receiver) as base_url, exporting_app(tmp_path, migrated_database, base_url) as app:
+    with serving(receiver) as base_url:
+        yield receiver, base_url
+
+
+@pytest.mark.parametrize("mode", ["down", "hang", "fail"])
+def test_a_collector_that_is_down_hangs_or_fails_costs_runs_nothing_and_is_logged_once(
+    tmp_path, migrated_database, mode
+):
+    with collector_in(mode) as (receiver, base_url), exporting_app(tmp_path, migrated_database, base_url) as app:
         client = app.test_client()
         put(client, "bundles", bundles_agent())
         runs = []
@@ -459,7 +483,7 @@ def test_a_collector_that_hangs_or_fails_costs_runs_nothing_and_is_logged_once(t
         assert [(response.status_code, response.get_json()["stop_reason"]) for response in runs] == [
             (201, "answered")
         ] * 2
-        assert receiver.requests >= 2
+        assert receiver.requests >= (0 if mode == "down" else 2)
         log = client.get("/log?level=error").get_data(as_text=True)
         receiver.release()
 
