@@ -278,6 +278,8 @@ class _Builder:
         transcript does not have them all."""
         messages = self.run.get("messages") or []
         answers = [position for position, message in enumerate(messages) if message.get("role") == "assistant"]
+        if self.run.get("pending_round") is not None:  # the last answer is the round that waits for approval
+            answers = answers[:-1]
         if len(answers) < len(self.rounds):
             return None
         return messages[: answers[len(answers) - len(self.rounds) + index]]

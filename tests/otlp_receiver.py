@@ -30,6 +30,7 @@ class OtlpReceiver:
         self.mode = mode
         self.spans = []
         self.requests = 0
+        self.headers = []  # each request's, lower-case names
         self.released = threading.Event()
         self._lock = threading.Lock()
 
@@ -41,6 +42,7 @@ class OtlpReceiver:
         body = environ["wsgi.input"].read(length)
         with self._lock:
             self.requests += 1
+            self.headers.append({key[5:].lower(): value for key, value in environ.items() if key.startswith("HTTP_")})
         if environ["PATH_INFO"] != "/v1/traces" or environ["REQUEST_METHOD"] != "POST":
             start_response("404 Not Found", [("Content-Length", "0")])
             return [b""]

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from services import tracing
 from store import runs as run_store
 from store.db import open_db
 from tests.integration.test_approvals import AGENT as APPROVALS_AGENT
@@ -113,6 +114,39 @@ def test_without_an_endpoint_the_app_runs_and_nothing_of_opentelemetry_is_import
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "None []"
+
+
+@pytest.mark.parametrize(
+    ("environ", "endpoint"),
+    [
+        ({}, None),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": " "}, None),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, "http://collector:4318/v1/traces"),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:3000/api/public/otel/"},
+            "http://localhost:3000/api/public/otel/v1/traces",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:9/traces"},
+            "http://b:9/traces",
+        ),
+    ],
+)
+def test_the_endpoint_is_the_traces_one_else_the_base_one_with_its_path(environ, endpoint):
+    assert tracing.traces_endpoint(environ) == endpoint
+
+
+def test_the_service_name_headers_and_schema_are_sent(tmp_path, migrated_database, collector):
+    environ = {"OTEL_SERVICE_NAME": "agents-prod", "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Basic%20cGs6c2s="}
+    with traced_app(tmp_path, migrated_database, collector, environ=environ) as (app, receiver):
+        client = app.test_client()
+        put(client, "hello", {"label": "Hello", "script": [{"content": "Hi."}]})
+        client.post("/api/agents/hello/runs", json={"message": "Hi?"})
+        flush(app)
+
+    assert {span["resource"]["service.name"] for span in receiver.spans} == {"agents-prod"}
+    assert {span["schema_url"] for span in receiver.spans} == {"https://opentelemetry.io/schemas/1.38.0"}
+    assert receiver.headers[-1]["authorization"] == "Basic cGs6c2s="
 
 
 # --- A scripted run with a restricted tool --------------------------------------------------------------------------

@@ -167,6 +167,23 @@ def test_capture_adds_the_messages_and_a_rejections_quoted_arguments_through_the
     )
 
 
+def test_a_rounds_request_is_the_transcript_before_its_answer_while_a_later_round_waits_for_approval():
+    agent = {
+        "tools": {"list_bundles": {"require_approval": True}, "list_entity_types": {}},
+        "script": [
+            {"tool_calls": [{"name": "list_entity_types"}]},
+            {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+            {"content": "Done."},
+        ],
+    }
+    run = stored(agent)
+    assert run["state"] == "awaiting_approval" and len(run["rounds"]) == 1
+
+    (chat, tool) = new_spans(run, Cursor(), now=CREATED + 5, capture=True).spans
+    assert [message["role"] for message in json.loads(chat.attributes["gen_ai.input.messages"])] == ["user"]
+    assert tool.name == "execute_tool list_entity_types"
+
+
 def test_a_provider_failure_is_classed_by_what_its_text_says():
     assert [
         error_type("The model endpoint answered HTTP 503: busy."),
