@@ -4,9 +4,10 @@ when an endpoint is configured.
 
 The run's own span keeps the ids stored with the run (store/run_traces.py), so the spans sent by the several
 requests that step one run are one trace: its children name it as their parent through a non-recording span
-context, and the SDK's id generator is told the run's ids for the one span that must have them. The batch
-processor sends from a thread of its own: a run only queues its spans. A collector that is down, slow or failing
-is noted once (`note_failure`), until it takes spans again; the exporter's own per-batch log lines are kept quiet.
+context, and the SDK's id generator is told the run's ids for the one span that must have them. A run only queues
+its span descriptions: a thread of ours makes them SDK spans, and the batch processor's thread sends them. A
+collector that is down, slow or failing is noted once (`note_failure`), until it takes spans again; the exporter's
+own per-batch log lines are kept quiet.
 """
 
 import atexit
@@ -28,8 +29,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 from .run_spans import SCHEMA_URL
 
 KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
-# The SDK's exporter logs every batch it could not send; Toolgate notes the first one in its own log instead.
 logger = logging.getLogger("toolgate")
+# The SDK's exporter logs every batch it could not send; Toolgate notes the first one in its own log instead.
 QUIET_LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.exporter.otlp.common", "opentelemetry.sdk.trace.export")
 
 
@@ -113,6 +114,7 @@ class SpanSender:
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("toolgate", schema_url=SCHEMA_URL)
         self.pending = queue.SimpleQueue()
+        self.closed = False
         threading.Thread(target=self._make_spans, name="toolgate-spans", daemon=True).start()
         atexit.register(self.shutdown)  # what is queued goes out as the process ends (a CLI run's spans)
 
@@ -124,6 +126,8 @@ class SpanSender:
     def _make_spans(self):
         while True:
             item = self.pending.get()
+            if item is None:  # shut down
+                return
             if isinstance(item, threading.Event):  # everything queued before it is made
                 item.set()
                 continue
@@ -168,8 +172,13 @@ class SpanSender:
 
     def shutdown(self):
         """Send what is queued, waiting for the collector no longer than about the export timeout (the SDK's own
-        shutdown waits up to 30 s, a batch at a time, for a collector that hangs)."""
+        shutdown waits up to 30 s, a batch at a time, for a collector that hangs). Once only."""
+        atexit.unregister(self.shutdown)
+        if self.closed:
+            return
+        self.closed = True
         self._made(self.timeout_millis / 1000)
+        self.pending.put(None)
         ending = threading.Thread(target=self.provider.shutdown, name="toolgate-trace-shutdown", daemon=True)
         ending.start()
         ending.join(self.timeout_millis / 1000 + 1)

@@ -117,10 +117,13 @@ class RunTracing:
             logger.exception("The spans of run %s could not be exported.", run.get("id"))
 
     def _export(self, db, run, key_environ):
-        trace = run_traces.trace_of(db, run["id"])
-        if trace is None:
-            ids = {"trace_id": secrets.token_hex(16), "span_id": secrets.token_hex(8)}
-            trace = {**ids, "conversation_id": _conversation_id(db, run), **Cursor().to_row()}
+        stored = run_traces.trace_of(db, run["id"])
+        trace = stored or {
+            "trace_id": secrets.token_hex(16),
+            "span_id": secrets.token_hex(8),
+            "conversation_id": _conversation_id(db, run),
+            **Cursor().to_row(),
+        }
         before = Cursor.from_row(trace)
         secret = self._secret(db, run, key_environ) if self.capture else None
         export = new_spans(
@@ -134,9 +137,9 @@ class RunTracing:
         if export.cursor == before:
             return
         after = export.cursor.to_row()
-        if "run_id" in trace:
+        if stored is not None:
             claimed = run_traces.advance(db, run["id"], before.to_row(), after)
-        else:
+        else:  # the run's first spans: its trace is stored with them
             claimed = run_traces.start_trace(db, run["id"], trace, after)
         if claimed:  # else another request sends these spans
             self.sender.send(int(trace["trace_id"], 16), int(trace["span_id"], 16), export.spans)
