@@ -224,10 +224,11 @@ class _Builder:
     def run_end(self):
         return max(self.now, self.last_end())
 
-    def chat_attributes(self):
+    def model_attributes(self, operation):
+        """What a span that asked the model says of it: a provider connection speaks OpenAI's API."""
         attributes = {
             **self.common,
-            "gen_ai.operation.name": "chat",
+            "gen_ai.operation.name": operation,
             "gen_ai.provider.name": SCRIPTED_PROVIDER if self.provider == SCRIPTED_PROVIDER else "openai",
             "toolgate.provider.id": self.provider,
         }
@@ -241,7 +242,7 @@ class _Builder:
     def chat_span(self, index):
         round_ = self.rounds[index]
         start, end = self.times[index]
-        attributes = {**self.chat_attributes(), "toolgate.round.number": round_.get("number", index + 1)}
+        attributes = {**self.model_attributes("chat"), "toolgate.round.number": round_.get("number", index + 1)}
         if round_.get("finish_reason"):
             attributes["gen_ai.response.finish_reasons"] = [round_["finish_reason"]]
         attributes.update(_usage(round_.get("usage")))
@@ -351,7 +352,7 @@ class _Builder:
     def failed_request_span(self):
         """The request that failed and ended the run: from the run's last round to its end."""
         error = self.run.get("error") or ""
-        attributes = {**self.chat_attributes(), "error.type": error_type(error)}
+        attributes = {**self.model_attributes("chat"), "error.type": error_type(error)}
         return SpanDescription(self.chat_name(), "client", self.last_end(), self.run_end(), attributes, error=error)
 
     def agent_span(self):
@@ -359,8 +360,7 @@ class _Builder:
         agent = run.get("agent") or {}
         agent_id = run.get("agent_id") or ""
         attributes = {
-            **self.common,
-            "gen_ai.operation.name": "invoke_agent",
+            **self.model_attributes("invoke_agent"),
             "gen_ai.agent.id": agent_id,
             "gen_ai.agent.name": agent.get("label") or agent_id,
             "toolgate.run.source": run.get("source") or "",
@@ -370,8 +370,6 @@ class _Builder:
             "toolgate.run.model_requests": run.get("model_requests") or 0,
             **_usage(run.get("usage")),
         }
-        if self.model:
-            attributes["gen_ai.request.model"] = self.model
         error = None
         if run.get("stop_reason") == ERROR:
             attributes["error.type"] = error_type(run.get("error"))
