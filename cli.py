@@ -25,9 +25,9 @@ from blueprints.auth import login_enabled
 from blueprints.cases import checked_summary
 from blueprints.runs import run_options
 from blueprints.security import is_loopback
-from blueprints.traces import traced
 from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
+from services.tracing import traced
 from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
 from store import agents as agent_store
 from store import cases as case_store

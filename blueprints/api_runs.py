@@ -13,8 +13,8 @@ from flask import Blueprint, jsonify, request, url_for
 
 from blueprints import json_error, json_validation_error, keyset_ids, whole_number
 from blueprints.runs import run_options
-from blueprints.traces import traced
 from engine import STOP_REASONS, ValidationError
+from services.tracing import traced
 from store import NotFound, run_execution
 from store import runs as run_store
 from store.db import get_db

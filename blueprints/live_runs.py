@@ -14,8 +14,8 @@ import json
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from blueprints.runs import is_htmx, next_hop_for, render_run, run_options
-from blueprints.traces import traced
 from engine import ValidationError
+from services.tracing import traced
 from store import NotFound, run_execution
 from store import runs as run_store
 from store.db import get_db

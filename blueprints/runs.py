@@ -17,9 +17,9 @@ from flask import Blueprint, abort, current_app, flash, redirect, render_templat
 from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, tool_registry
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from blueprints.security import configured_names
-from blueprints.traces import traced
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
+from services.tracing import traced
 from store import NotFound, run_execution, run_usage
 from store import agents as agent_store
 from store import providers as provider_store

@@ -1,9 +1,10 @@
 """The app's side of the trace export (services/tracing.py): configured at start-up from the environment (tests
-inject theirs as TELEMETRY_ENVIRON), each stored run handed over after it was saved (`traced`), and the run page's
-link to its trace when TOOLGATE_TRACE_URL (a template with `{trace_id}`) is set.
+inject theirs as TELEMETRY_ENVIRON), and the run page's link to its trace when TOOLGATE_TRACE_URL (a template with
+`{trace_id}`) is set.
 
-The policy proxy names the run each answer recorded in its X-Toolgate-Run header: that run is handed over after the
-proxy's request, so the proxy itself knows nothing of tracing.
+The policy proxy names the run each answer recorded in its X-Toolgate-Run header: that run is handed to the export
+after the proxy's request, so the proxy itself knows nothing of tracing. Every other run is handed over by the
+blueprint or command that saved it (services.tracing.traced).
 """
 
 import os
@@ -15,41 +16,24 @@ from store import NotFound, run_traces
 from store import runs as run_store
 from store.db import get_db
 
-EXTENSION = "toolgate_tracing"
 PROXY_RUN_HEADER = "X-Toolgate-Run"  # blueprints/proxy.py's RUN_HEADER
 
 
 def init_app(app):
     environ = app.config.get("TELEMETRY_ENVIRON")
-    app.extensions[EXTENSION] = tracing.configure(os.environ if environ is None else environ, app.config["DATABASE"])
+    exporter = tracing.configure(os.environ if environ is None else environ, app.config["DATABASE"])
+    app.extensions[tracing.EXTENSION] = exporter
     app.after_request(_export_proxied_run)
     app.jinja_env.globals["trace_url"] = trace_url
 
 
-def _tracing():
-    return current_app.extensions.get(EXTENSION)
-
-
-def _key_environ():
-    environ = current_app.config.get("MODEL_ENVIRON")
-    return os.environ if environ is None else environ
-
-
-def traced(run):
-    """Hand the run, as just stored, to the trace export (when there is one); returns it."""
-    exporter = _tracing()
-    if exporter is not None:
-        exporter.export_run(get_db(), run, _key_environ())
-    return run
-
-
 def _export_proxied_run(response):
     run_id = response.headers.get(PROXY_RUN_HEADER)
-    if _tracing() is None or request.blueprint != "proxy" or not run_id or not run_id.isdigit():
+    if current_app.extensions.get(tracing.EXTENSION) is None or request.blueprint != "proxy" or not run_id:
         return response
     try:
-        traced(run_store.get_run(get_db(), int(run_id)))
-    except NotFound:
+        tracing.traced(run_store.get_run(get_db(), int(run_id)))
+    except (NotFound, ValueError):
         pass
     return response
 

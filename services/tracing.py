@@ -7,26 +7,31 @@ set; OTEL_EXPORTER_OTLP_HEADERS (or its _TRACES_ twin), OTEL_EXPORTER_OTLP_TIMEO
 it), OTEL_SERVICE_NAME (default `toolgate`) and OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (message
 text, arguments and outputs, the provider key redacted) are read from the same environment.
 
-`RunTracing.export_run(db, run)` after every save of a run: it sends the spans of what the stored run holds beyond
-what was sent before (services/run_spans.py), and records how far it got with the run (store/run_traces.py), so a
-run stepped over several requests, or a proxied conversation continued by several client requests, is one trace.
-Export never breaks a run: the spans are queued for a thread of the SDK's, and a failure is logged, never raised.
+`traced(run)` after every save of a run, by whoever saved it (a blueprint, the CLI): the app's RunTracing (kept in
+`app.extensions`) sends the spans of what the stored run holds beyond what was sent before (services/run_spans.py),
+and records how far it got with the run (store/run_traces.py), so a run stepped over several requests, or a proxied
+conversation continued by several client requests, is one trace. Export never breaks a run: the spans are queued
+for threads of their own, and a failure is logged, never raised.
 """
 
 import logging
+import os
 import secrets
 import time
+
+from flask import current_app
 
 from engine.config import SCRIPTED_PROVIDER
 from engine.redaction import redact
 from store import NotFound, run_traces
 from store import log as log_store
 from store import providers as provider_store
-from store.db import open_db, write_transaction
+from store.db import get_db, open_db, write_transaction
 
 from .run_spans import Cursor, new_spans
 
 logger = logging.getLogger("toolgate")
+EXTENSION = "toolgate_tracing"  # the app's RunTracing, or None
 SERVICE_NAME = "toolgate"
 TRACES_PATH = "/v1/traces"
 DEFAULT_TIMEOUT = 10.0
@@ -78,6 +83,15 @@ def configure(environ, database_path, schedule_delay_millis=None):
     )
     capture = (environ.get(CAPTURE_VARIABLE) or "").strip().lower() == "true"
     return RunTracing(sender, capture)
+
+
+def traced(run):
+    """Hand the run, as just stored (with its id), to the app's trace export, if it has one; returns the run."""
+    exporter = current_app.extensions.get(EXTENSION)
+    if exporter is not None:
+        environ = current_app.config.get("MODEL_ENVIRON")
+        exporter.export_run(get_db(), run, os.environ if environ is None else environ)
+    return run
 
 
 def _failure_log(database_path):
