@@ -31,7 +31,7 @@ from .run_spans import SCHEMA_URL
 KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT}
 logger = logging.getLogger("toolgate")
 # The SDK's exporter logs every batch it could not send; Toolgate notes the first one in its own log instead.
-QUIET_LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.exporter.otlp.common", "opentelemetry.sdk.trace.export")
+QUIET_LOGGERS = ("opentelemetry.exporter.otlp", "opentelemetry.sdk._shared_internal", "opentelemetry.sdk.trace.export")
 
 
 class StoredIds(RandomIdGenerator):
