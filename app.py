@@ -26,6 +26,7 @@ from blueprints import (
     runs,
     security,
     tokens,
+    traces,
 )
 from engine.tools import default_registry
 from services import runs as run_service
@@ -34,7 +35,7 @@ from store import db, migrations
 csrf = CSRFProtect()
 
 # Settings read from TOOLGATE_* as written: from_prefixed_env takes what looks like JSON as JSON (digits, a number).
-TEXT_SETTINGS = ("ADMIN_PASSWORD", "ADMIN_PASSWORD_HASH", "ALLOWED_HOSTS", "KEY_VARIABLES")
+TEXT_SETTINGS = ("ADMIN_PASSWORD", "ADMIN_PASSWORD_HASH", "ALLOWED_HOSTS", "KEY_VARIABLES", "TRACE_URL")
 
 
 def _secret_key(instance_path):
@@ -64,6 +65,8 @@ def create_app(test_config=None, instance_path=None):
         # Seconds a run step may overrun its model's timeout, and a run may wait for its next step, before it reads
         # "interrupted" (store/run_service.py).
         RUN_LEASE_SECONDS=run_service.LEASE_SECONDS,
+        TRACE_URL=None,  # the run page links to its trace: a URL with {trace_id} (blueprints/traces.py)
+        TELEMETRY_ENVIRON=None,  # None: the OTEL_* variables of os.environ; tests inject their own
     )
     if test_config is None:
         app.config.from_pyfile("config.py", silent=True)
@@ -116,5 +119,6 @@ def create_app(test_config=None, instance_path=None):
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
     register_error_handlers(app)
     register_template_helpers(app)
+    traces.init_app(app)
     cli.register(app)
     return app

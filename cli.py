@@ -27,6 +27,7 @@ from services import cases as case_service
 from services import demo, run_texts
 from services import runs as run_service
 from services.settings import is_loopback, login_enabled, run_options, tool_registry
+from services.tracing import traced
 from store import NotFound, RevisionConflict, ValidationError, migrations
 from store import agents as agent_store
 from store import cases as case_store
@@ -237,7 +238,9 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
         except RecursionError:
             raise BadInput("--overrides is nested too deeply; nothing was run.") from None
     try:
-        run = run_service.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
+        run = traced(
+            run_service.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
+        )
     except NotFound as error:
         raise BadInput(str(error)) from None
     except ValidationError as error:

@@ -16,6 +16,7 @@ from engine import STOP_REASONS, ValidationError
 from engine.types import RUNNING
 from services import runs as run_service
 from services.settings import run_options
+from services.tracing import traced
 from store import NotFound
 from store import runs as run_store
 from store.db import get_db
@@ -48,8 +49,10 @@ def create_run(agent_id):
         return failure
     db = get_db()
     try:
-        run = run_service.execute_and_store_run(
-            db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
+        run = traced(
+            run_service.execute_and_store_run(
+                db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
+            )
         )
     except NotFound as error:
         return json_error(404, str(error), "agent_id")
@@ -81,11 +84,13 @@ def decide(run_id):
     db = get_db()
     options = run_options()
     try:
-        run = run_service.decide_stored_run(
-            db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
+        run = traced(
+            run_service.decide_stored_run(
+                db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
+            )
         )
         if run["state"] == RUNNING:
-            run = run_service.continue_stored_run(db, run_id, **options)
+            run = traced(run_service.continue_stored_run(db, run_id, **options))
     except NotFound as error:
         return json_error(404, str(error), "run_id")
     except run_service.RunConflict as error:

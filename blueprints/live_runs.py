@@ -18,6 +18,7 @@ from engine import ValidationError
 from engine.types import AWAITING, RUNNING
 from services import runs as run_service
 from services.settings import run_options
+from services.tracing import traced
 from store import NotFound
 from store import runs as run_store
 from store.db import get_db
@@ -53,7 +54,7 @@ def step(run_id):
     _load(run_id)
     db = get_db()
     try:
-        run = run_service.step_stored_run(db, run_id, **run_options())
+        run = traced(run_service.step_stored_run(db, run_id, **run_options()))
     except run_service.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
         return _live_update(run, "retry" if run.get("state") == RUNNING else None)
@@ -67,7 +68,7 @@ def stop(run_id):
     """Stop after the current step: at once when no step holds the run, else as that step ends."""
     _load(run_id)
     try:
-        run = run_service.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])
+        run = traced(run_service.stop_stored_run(get_db(), run_id, registry=run_options()["registry"]))
     except run_service.RunConflict as error:
         run = run_store.get_run(get_db(), run_id)
         if not is_htmx():
@@ -102,7 +103,7 @@ def resume(run_id):
 def _continue(db, run_id, options):
     """Without JavaScript, the request goes on with the run to its next stop (unless another request took it)."""
     try:
-        run_service.continue_stored_run(db, run_id, **options)
+        traced(run_service.continue_stored_run(db, run_id, **options))
     except run_service.RunConflict as error:
         flash(str(error))
 
@@ -137,13 +138,15 @@ def decide(run_id):
     edited = request.form.get("arguments") if request.form.get("decision") == "edit" else None
     try:
         call_id, decision = _posted_decision()
-        run = run_service.decide_stored_run(
-            db,
-            run_id,
-            {call_id: decision},
-            complete=False,
-            registry=options["registry"],
-            lease_seconds=options["lease_seconds"],
+        run = traced(
+            run_service.decide_stored_run(
+                db,
+                run_id,
+                {call_id: decision},
+                complete=False,
+                registry=options["registry"],
+                lease_seconds=options["lease_seconds"],
+            )
         )
     except run_service.RunConflict as error:
         if is_htmx():

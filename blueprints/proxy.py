@@ -10,13 +10,14 @@ login on, the key a client sends must be an API token (blueprints.auth).
 
 from itertools import chain
 
-from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
 
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
 from services import proxy as proxy_service
 from services.settings import run_options
+from services.tracing import traced
 from store import NotFound
 from store import agents as agent_store
 from store import providers as provider_store
@@ -55,6 +56,7 @@ def answer_in(api, agent_id):
         return _api_error(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
         return _api_error(api, 400, str(error), code="invalid_value", param=error.field)
+    traced(run)
     if exchange.error is not None:
         response = _upstream_error(api, exchange.error)
     else:
@@ -74,6 +76,7 @@ def _streamed(api, agent_id, body, services):
     client_request, streamed, pieces = proxy_service.stream_and_record(database, agent_id, body, api, **services)
     first = next(pieces, None)
     if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded
+        traced(streamed.run)
         response = _upstream_error(api, streamed.live.exchange.error)
         response.headers[RUN_HEADER] = str(streamed.run["id"])
         return response
@@ -85,8 +88,10 @@ def _streamed(api, agent_id, body, services):
         finally:  # a client that went away: the upstream request stops, and the run records how far it got
             sent.close()
             pieces.close()
+            if streamed.run is not None:
+                traced(streamed.run)
 
-    response = Response(events(), mimetype="text/event-stream")
+    response = Response(stream_with_context(events()), mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     return response
 

@@ -22,6 +22,7 @@ from engine.types import RUNNING
 from services import run_texts
 from services import runs as run_service
 from services.settings import run_options, tool_registry
+from services.tracing import traced
 from store import NotFound, run_usage
 from store import agents as agent_store
 from store import runs as run_store
@@ -174,8 +175,10 @@ def _start_or_execute(db, agent_id, message, overrides, repeated_from):
             lease_seconds=options["lease_seconds"],
         )
         return run_store.get_run(db, run_id)
-    return run_service.execute_and_store_run(
-        db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
+    return traced(
+        run_service.execute_and_store_run(
+            db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
+        )
     )
 
 
@@ -219,7 +222,7 @@ def run_again(run_id):
         flash("A proxied run cannot be run again here: its client ran its tool calls.", "error")
         return redirect(url_for("runs.show_run", run_id=run_id), 303)
     try:
-        run = run_service.repeat_and_store_run(db, run_id, **run_options())
+        run = traced(run_service.repeat_and_store_run(db, run_id, **run_options()))
     except NotFound:
         flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
     except ValidationError as error:

@@ -257,6 +257,25 @@ def _add_run_conversation_key(db):
     db["runs"].create_index(["agent_id", "conversation_key"])
 
 
+@migrations(name="0062_create_run_traces")
+def _create_run_traces(db):
+    # The trace of a run exported over OpenTelemetry (services/tracing.py): its ids, kept so that a run stepped over
+    # several requests is one trace, and how much of it was exported (rounds whose model request went out, rounds
+    # whose calls did, whether the run's own span did), so each request exports only what is new. Deleted with its
+    # run (prune-runs).
+    db.execute(
+        """CREATE TABLE run_traces (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+            trace_id TEXT NOT NULL,
+            span_id TEXT NOT NULL,
+            conversation_id TEXT,
+            rounds_exported INTEGER NOT NULL DEFAULT 0,
+            rounds_settled INTEGER NOT NULL DEFAULT 0,
+            ended INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
