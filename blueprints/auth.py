@@ -4,27 +4,31 @@ htmx request gets a 401 that static/login-redirect.js turns into the same redire
 token (`Authorization: Bearer …`, see the Tokens page) instead, and so does the policy proxy, as the API key its
 OpenAI clients send.
 
-The session records an HMAC of the configured password, so changing the password ends every session.
+Sessions are kept on the server (store/sessions.py): the signed cookie only names one. Log out ends every copy of
+that cookie; a session ends after SESSION_IDLE_MINUTES without a request; and each records an HMAC of the password
+it was opened under, so changing the password ends every session.
 """
 
 import hashlib
 import hmac
 import re
 
-from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField
 
 from blueprints import error_response, is_api_request, is_proxy_request, json_error, openai_error
+from store import sessions as session_store
 from store import tokens as token_store
-from store.db import get_db
+from store.db import get_db, open_db
 
 bp = Blueprint("auth", __name__)
 
-SESSION_KEY = "signed_in"
+SESSION_KEY = "session_id"
 OPEN_ENDPOINTS = ("auth.login", "static")
+MAX_IDLE_MINUTES = 366 * 24 * 60
 # A path on this site: "/" then anything but a second slash or backslash (browsers read "//x" and "/\\x" as another
 # site), and no control character or space (a browser drops tabs and line breaks, and a header cannot hold them).
 SITE_PATH = re.compile(r"/(?![/\\])[^\x00-\x20\x7f\\]*")
@@ -42,8 +46,9 @@ class SessionCookies(SecureCookieSessionInterface):
         return super().get_cookie_secure(app) or request.is_secure
 
 
-def login_enabled():
-    return bool(current_app.config.get("ADMIN_PASSWORD") or current_app.config.get("ADMIN_PASSWORD_HASH"))
+def login_enabled(app=None):
+    config = (app or current_app).config
+    return bool(config.get("ADMIN_PASSWORD") or config.get("ADMIN_PASSWORD_HASH"))
 
 
 def _bytes(text):
@@ -51,8 +56,8 @@ def _bytes(text):
     return text.encode("utf-8", "surrogateescape")
 
 
-def _credential():
-    return current_app.config.get("ADMIN_PASSWORD_HASH") or current_app.config["ADMIN_PASSWORD"]
+def _credential(app):
+    return app.config.get("ADMIN_PASSWORD_HASH") or app.config["ADMIN_PASSWORD"]
 
 
 def _password_matches(password):
@@ -61,14 +66,25 @@ def _password_matches(password):
     return hmac.compare_digest(_bytes(password), _bytes(current_app.config["ADMIN_PASSWORD"]))
 
 
-def _session_mark():
-    key = current_app.secret_key
+def _session_mark(app=None):
+    app = app or current_app
+    key = app.secret_key
     key = key if isinstance(key, bytes) else _bytes(key)
-    return hmac.new(key, _bytes(_credential()), hashlib.sha256).hexdigest()
+    return hmac.new(key, _bytes(_credential(app)), hashlib.sha256).hexdigest()
+
+
+def _idle_seconds():
+    return current_app.config["SESSION_IDLE_MINUTES"] * 60
 
 
 def check_password_settings(config):
-    """Refuse to start with a password hash that no password could match (a typo would lock everyone out)."""
+    """Refuse to start with a password hash that no password could match (a typo would lock everyone out), or with
+    an idle time that is not a number of minutes."""
+    idle = config.get("SESSION_IDLE_MINUTES")
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle <= MAX_IDLE_MINUTES:
+        raise ValueError(
+            f"TOOLGATE_SESSION_IDLE_MINUTES must be a number of minutes from 1 to {MAX_IDLE_MINUTES} (got {idle!r})."
+        )
     password_hash = config.get("ADMIN_PASSWORD_HASH")
     if not password_hash:
         return
@@ -84,8 +100,12 @@ def check_password_settings(config):
 
 
 def signed_in():
-    mark = session.get(SESSION_KEY)
-    return isinstance(mark, str) and hmac.compare_digest(mark, _session_mark())
+    """Whether the request's cookie names a live session (asked once per request: it counts as a use)."""
+    if "signed_in" not in g:
+        g.signed_in = session_store.session_is_live(
+            get_db(), session.get(SESSION_KEY), _session_mark(), _idle_seconds()
+        )
+    return g.signed_in
 
 
 def _safe_next(target):
@@ -146,17 +166,28 @@ def login():
         form.password.errors = ["Password is not right."]
         return render_template("auth/login.html", form=form), 400
     session.clear()  # nothing from before the login carries over into the signed-in session
-    session[SESSION_KEY] = _session_mark()
+    session[SESSION_KEY] = session_store.start_session(get_db(), _session_mark(), _idle_seconds())
     return redirect(next_url, 303)
 
 
 @bp.post("/logout")
 def logout():
+    session_store.end_session(get_db(), session.get(SESSION_KEY))  # every copy of the cookie, not just this one
     session.clear()
     return redirect(url_for("auth.login") if login_enabled() else url_for("agents.list_agents"), 303)
 
 
+def _end_sessions_of_other_passwords(app):
+    """A password changed while the app was stopped (or the login turned off) ends every session of the old one."""
+    connection = open_db(app.config["DATABASE"])
+    try:
+        session_store.end_sessions_of_other_passwords(connection, _session_mark(app) if login_enabled(app) else None)
+    finally:
+        connection.close()
+
+
 def init_app(app):
     check_password_settings(app.config)
+    _end_sessions_of_other_passwords(app)
     app.session_interface = SessionCookies()
     app.register_blueprint(bp)
