@@ -19,7 +19,8 @@ from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField
 
-from blueprints import error_response, is_api_request, is_proxy_request, json_error, openai_error
+from blueprints import error_response, is_api_request, is_proxy_request, json_error, login_throttle, openai_error
+from store import login_failures as failure_store
 from store import sessions as session_store
 from store import tokens as token_store
 from store.db import get_db, open_db
@@ -77,13 +78,27 @@ def _idle_seconds():
     return current_app.config["SESSION_IDLE_MINUTES"] * 60
 
 
+def _first_wait():
+    return current_app.config["LOGIN_THROTTLE_SECONDS"]
+
+
+def _is_number_within(value, highest):
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= highest
+
+
 def check_password_settings(config):
     """Refuse to start with a password hash that no password could match (a typo would lock everyone out), or with
-    an idle time that is not a number of minutes."""
+    an idle time or a login wait that is not a number in its range."""
     idle = config.get("SESSION_IDLE_MINUTES")
-    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle <= MAX_IDLE_MINUTES:
+    if not _is_number_within(idle, MAX_IDLE_MINUTES):
         raise ValueError(
             f"TOOLGATE_SESSION_IDLE_MINUTES must be a number of minutes from 1 to {MAX_IDLE_MINUTES} (got {idle!r})."
+        )
+    first_wait = config.get("LOGIN_THROTTLE_SECONDS")
+    if not _is_number_within(first_wait, login_throttle.MAX_WAIT_SECONDS):
+        raise ValueError(
+            "TOOLGATE_LOGIN_THROTTLE_SECONDS must be a number of seconds above 0, at most "
+            f"{login_throttle.MAX_WAIT_SECONDS} (got {first_wait!r})."
         )
     password_hash = config.get("ADMIN_PASSWORD_HASH")
     if not password_hash:
@@ -162,9 +177,16 @@ def login():
     form = LoginForm()
     if not form.validate_on_submit():
         return render_template("auth/login.html", form=form), 400 if request.method == "POST" else 200
+    client = request.remote_addr or "unknown"
+    wait = failure_store.start_attempt(get_db(), client, login_throttle.wait_rule(_first_wait()))
+    if wait is not None:
+        form.password.errors = [login_throttle.message(wait)]
+        headers = {"Retry-After": login_throttle.retry_after(wait)}
+        return render_template("auth/login.html", form=form), 429, headers
     if not _password_matches(form.password.data or ""):
         form.password.errors = ["Password is not right."]
         return render_template("auth/login.html", form=form), 400
+    failure_store.attempt_succeeded(get_db(), client)
     session.clear()  # nothing from before the login carries over into the signed-in session
     session[SESSION_KEY] = session_store.start_session(get_db(), _session_mark(), _idle_seconds())
     return redirect(next_url, 303)

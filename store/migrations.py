@@ -269,6 +269,16 @@ def _create_login_sessions(db):
     db["login_sessions"].create_index(["last_used_at"])
 
 
+@migrations(name="0071_create_login_failures")
+def _create_login_failures(db):
+    # Failed logins of the last hour, per client address (store/login_failures.py), for the login's throttle.
+    db["login_failures"].create(
+        {"id": int, "client": str, "failed_at": float}, pk="id", not_null={"client", "failed_at"}
+    )
+    db["login_failures"].create_index(["client", "failed_at"])
+    db["login_failures"].create_index(["failed_at"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
