@@ -281,7 +281,7 @@ def validate_case(data):
     if "agent_id" in case and not is_valid_id(case["agent_id"]):
         errors["agent_id"] = ID_RULE
     if "name" in case:
-        check_text(errors, case, "name", NAME_MAX, required=True)
+        check_text(errors, case, "name", NAME_MAX, required=True, one_line=True)
     if "message" in case:
         check_text(errors, case, "message", MESSAGE_MAX, required=True)
     if not isinstance(case["overrides"], dict):
