@@ -9,6 +9,7 @@ Bad input (an argument, a file, an agent that does not exist) is a message and e
 """
 
 import json
+import os
 import re
 import sys
 from datetime import UTC, datetime, timedelta
@@ -324,6 +325,18 @@ def junit_xml(cases):
     return ElementTree.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def _check_junit_folder(path):
+    """Before any case runs: the JUnit file's folder must be there to write into (a case failing is exit status 1,
+    so a report that cannot be written must be found out first, and said in words)."""
+    folder = path.parent
+    if not folder.exists():
+        raise BadInput(f"The folder {folder} does not exist, so the JUnit file cannot be written; nothing was checked.")
+    if not folder.is_dir():
+        raise BadInput(f"{folder} is not a folder, so the JUnit file cannot be written; nothing was checked.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"The folder {folder} cannot be written to; nothing was checked.")
+
+
 @click.command("check-cases")
 @with_appcontext
 @click.argument("agent_ids", nargs=-1, metavar="[AGENT_ID]...", type=TEXT)
@@ -332,6 +345,8 @@ def check_cases_command(agent_ids, junit_file):
     """Replay the regression cases of these agents (all agents with cases when none is named) against the agents
     as they are stored now. Prints one line per case; exits with 1 when any case fails."""
     db = get_db()
+    if junit_file:
+        _check_junit_folder(Path(junit_file))
     for agent_id in agent_ids:
         if not agent_store.agent_exists(db, agent_id):
             raise BadInput(f'No agent with id "{agent_id}"; nothing was checked.')
@@ -343,7 +358,10 @@ def check_cases_command(agent_ids, junit_file):
         click.echo(_case_line(case))
     click.echo(checked_summary(checked))
     if junit_file:
-        Path(junit_file).write_text(junit_xml(checked), encoding="utf-8")
+        try:
+            Path(junit_file).write_text(junit_xml(checked), encoding="utf-8")
+        except OSError as error:
+            raise BadInput(f"Could not write the JUnit file {junit_file}: {error.strerror}.") from None
     if any(not case["last_check"]["passed"] for case in checked):
         sys.exit(1)
 
