@@ -15,6 +15,7 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 
 from blueprints.runs import is_htmx, next_hop_for, render_run, run_options
 from engine import ValidationError
+from engine.config import MAX_DEPTH
 from store import NotFound, run_execution
 from store import runs as run_store
 from store.db import get_db
@@ -120,6 +121,10 @@ def _posted_decision():
     except ValueError as error:
         raise ValidationError(
             {f"decisions.{call_id}.arguments": f"The arguments are not valid JSON: {error}."}
+        ) from None
+    except RecursionError:  # said beside the arguments, as any other mistake in them
+        raise ValidationError(
+            {f"decisions.{call_id}.arguments": f"The arguments are nested more than {MAX_DEPTH} levels deep."}
         ) from None
     return call_id, {"approve": True, "arguments": arguments}
 
