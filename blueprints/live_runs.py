@@ -47,14 +47,20 @@ def _to_the_run(run_id, anchor=None):
 
 @bp.post("/runs/<int:run_id>/step")
 def step(run_id):
-    """One step of the run (htmx): the model's next response and the round it brings."""
-    _load(run_id)
+    """One step of the run (htmx): the model's next response and the round it brings. `resume`: a person pressed
+    Resume on a page that had lost the server (static/live_run.js), so a run found interrupted meanwhile (its server
+    died in the middle of a step) is resumed, once the step that died no longer holds it."""
+    run = _load(run_id)
     db = get_db()
+    options = run_options()
+    resuming = request.values.get("resume") == "1"
     try:
-        run = run_execution.step_stored_run(db, run_id, **run_options())
+        if resuming and run.get("state") == "interrupted":
+            run_execution.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
+        run = run_execution.step_stored_run(db, run_id, **options)
     except run_execution.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
-        return _live_update(run, "retry" if run.get("state") == "running" else None)
+        return _live_update(run, "retry" if run.get("state") == "running" else None, resuming=resuming)
     except ValidationError as error:
         return _live_update(run_store.get_run(db, run_id), notice=f"The run cannot go on: {error}")
     return _live_update(run, next_hop_for(run))
