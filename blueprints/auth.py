@@ -47,9 +47,8 @@ class SessionCookies(SecureCookieSessionInterface):
         return super().get_cookie_secure(app) or request.is_secure
 
 
-def login_enabled(app=None):
-    config = (app or current_app).config
-    return bool(config.get("ADMIN_PASSWORD") or config.get("ADMIN_PASSWORD_HASH"))
+def login_enabled():
+    return bool(current_app.config.get("ADMIN_PASSWORD") or current_app.config.get("ADMIN_PASSWORD_HASH"))
 
 
 def _bytes(text):
@@ -57,8 +56,8 @@ def _bytes(text):
     return text.encode("utf-8", "surrogateescape")
 
 
-def _credential(app):
-    return app.config.get("ADMIN_PASSWORD_HASH") or app.config["ADMIN_PASSWORD"]
+def _credential():
+    return current_app.config.get("ADMIN_PASSWORD_HASH") or current_app.config["ADMIN_PASSWORD"]
 
 
 def _password_matches(password):
@@ -67,11 +66,10 @@ def _password_matches(password):
     return hmac.compare_digest(_bytes(password), _bytes(current_app.config["ADMIN_PASSWORD"]))
 
 
-def _session_mark(app=None):
-    app = app or current_app
-    key = app.secret_key
+def _session_mark():
+    key = current_app.secret_key
     key = key if isinstance(key, bytes) else _bytes(key)
-    return hmac.new(key, _bytes(_credential(app)), hashlib.sha256).hexdigest()
+    return hmac.new(key, _bytes(_credential()), hashlib.sha256).hexdigest()
 
 
 def _idle_seconds():
@@ -82,20 +80,20 @@ def _first_wait():
     return current_app.config["LOGIN_THROTTLE_SECONDS"]
 
 
-def _is_number_within(value, highest):
-    return not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= highest
+def _is_number(value):
+    return not isinstance(value, bool) and isinstance(value, int | float)
 
 
 def check_password_settings(config):
     """Refuse to start with a password hash that no password could match (a typo would lock everyone out), or with
     an idle time or a login wait that is not a number in its range."""
     idle = config.get("SESSION_IDLE_MINUTES")
-    if not _is_number_within(idle, MAX_IDLE_MINUTES):
+    if not (_is_number(idle) and 1 <= idle <= MAX_IDLE_MINUTES):
         raise ValueError(
             f"TOOLGATE_SESSION_IDLE_MINUTES must be a number of minutes from 1 to {MAX_IDLE_MINUTES} (got {idle!r})."
         )
     first_wait = config.get("LOGIN_THROTTLE_SECONDS")
-    if not _is_number_within(first_wait, login_throttle.MAX_WAIT_SECONDS):
+    if not (_is_number(first_wait) and 0 < first_wait <= login_throttle.MAX_WAIT_SECONDS):
         raise ValueError(
             "TOOLGATE_LOGIN_THROTTLE_SECONDS must be a number of seconds above 0, at most "
             f"{login_throttle.MAX_WAIT_SECONDS} (got {first_wait!r})."
@@ -203,7 +201,8 @@ def _end_sessions_of_other_passwords(app):
     """A password changed while the app was stopped (or the login turned off) ends every session of the old one."""
     connection = open_db(app.config["DATABASE"])
     try:
-        session_store.end_sessions_of_other_passwords(connection, _session_mark(app) if login_enabled(app) else None)
+        with app.app_context():
+            session_store.end_sessions_of_other_passwords(connection, _session_mark() if login_enabled() else None)
     finally:
         connection.close()
 

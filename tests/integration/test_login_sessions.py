@@ -126,7 +126,7 @@ def test_the_cookie_holds_no_session_the_database_could_give_away(locked, databa
     assert stored[0] not in cookie and PASSWORD not in str(stored)
 
 
-@pytest.mark.parametrize("idle", [0, -5, "soon", True, 10**9])
+@pytest.mark.parametrize("idle", [0, 0.5, -5, "soon", True, None, 10**9])
 def test_an_idle_time_that_is_not_a_number_of_minutes_stops_the_start(tmp_path, idle):
     with pytest.raises(ValueError, match="TOOLGATE_SESSION_IDLE_MINUTES must be a number of minutes from 1 to"):
         make_app(tmp_path, ADMIN_PASSWORD=PASSWORD, SESSION_IDLE_MINUTES=idle)
