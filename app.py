@@ -60,6 +60,8 @@ def create_app(test_config=None, instance_path=None):
         SESSION_COOKIE_SAMESITE="Lax",
         ADMIN_PASSWORD=None,  # either of these turns the login on (blueprints/auth.py)
         ADMIN_PASSWORD_HASH=None,
+        SESSION_IDLE_MINUTES=8 * 60,  # a session unused this long ends (blueprints/auth.py)
+        LOGIN_THROTTLE_SECONDS=1,  # the first wait after too many wrong passwords (blueprints/login_throttle.py)
         ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
         KEY_VARIABLES=(),  # environment variables a provider may name besides *_API_KEY
         # Seconds a run step may overrun its model's timeout, and a run may wait for its next step, before it reads

@@ -9,6 +9,7 @@ Bad input (an argument, a file, an agent that does not exist) is a message and e
 """
 
 import json
+import os
 import re
 import sys
 from datetime import UTC, datetime, timedelta
@@ -36,6 +37,9 @@ from store import documents as document_store
 from store import runs as run_store
 from store.db import get_db
 
+# What XML 1.0 cannot hold: every character but tab, line feed, carriage return and the rest of Unicode outside
+# the surrogates, U+FFFE and U+FFFF.
+NOT_IN_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --json has all of it
 
 
@@ -285,6 +289,13 @@ def _case_line(case):
     return "\n".join(lines)
 
 
+def _xml_text(text):
+    """`text` as XML 1.0 can hold it: a character it cannot (most control characters, a lone surrogate, U+FFFE,
+    U+FFFF) is written as its escape, `\\x01`. A model's answer or a tool's output quoted in a difference can hold
+    any of them, and one makes CI refuse the whole report."""
+    return NOT_IN_XML.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def junit_xml(cases):
     """The checked cases as JUnit XML: one test suite per agent, one test case per case; a case that could not
     run is an error, one whose expectations do not hold a failure."""
@@ -293,24 +304,40 @@ def junit_xml(cases):
     for case in cases:
         by_agent.setdefault(case["agent_id"], []).append(case)
     for agent_id, agent_cases in by_agent.items():
-        suite = ElementTree.SubElement(suites, "testsuite", name=agent_id, tests=str(len(agent_cases)))
+        agent = _xml_text(agent_id)
+        suite = ElementTree.SubElement(suites, "testsuite", name=agent, tests=str(len(agent_cases)))
         failures = errors = 0
         for case in agent_cases:
             check = case["last_check"]
             seconds = f"{(check.get('duration_ms') or 0) / 1000:.3f}"
-            element = ElementTree.SubElement(suite, "testcase", classname=agent_id, name=case["name"], time=seconds)
+            name = _xml_text(case["name"])
+            element = ElementTree.SubElement(suite, "testcase", classname=agent, name=name, time=seconds)
             if check["error"]:
                 errors += 1
-                ElementTree.SubElement(element, "error", message=check["error"]).text = check["error"]
+                error = _xml_text(check["error"])
+                ElementTree.SubElement(element, "error", message=error).text = error
             elif not check["passed"]:
                 failures += 1
                 count = len(check["differences"])
                 message = f"{count} expectation{'s' if count != 1 else ''} changed"
-                ElementTree.SubElement(element, "failure", message=message).text = "\n".join(check["differences"])
+                differences = _xml_text("\n".join(check["differences"]))
+                ElementTree.SubElement(element, "failure", message=message).text = differences
         suite.set("failures", str(failures))
         suite.set("errors", str(errors))
     ElementTree.indent(suites)
     return ElementTree.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _check_junit_folder(path):
+    """Before any case runs: the JUnit file's folder must be there to write into (a case failing is exit status 1,
+    so a report that cannot be written must be found out first, and said in words)."""
+    folder = path.parent
+    if not folder.exists():
+        raise BadInput(f"The folder {folder} does not exist, so the JUnit file cannot be written; nothing was checked.")
+    if not folder.is_dir():
+        raise BadInput(f"{folder} is not a folder, so the JUnit file cannot be written; nothing was checked.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"The folder {folder} cannot be written to; nothing was checked.")
 
 
 @click.command("check-cases")
@@ -321,6 +348,8 @@ def check_cases_command(agent_ids, junit_file):
     """Replay the regression cases of these agents (all agents with cases when none is named) against the agents
     as they are stored now. Prints one line per case; exits with 1 when any case fails."""
     db = get_db()
+    if junit_file:
+        _check_junit_folder(Path(junit_file))
     for agent_id in agent_ids:
         if not agent_store.agent_exists(db, agent_id):
             raise BadInput(f'No agent with id "{agent_id}"; nothing was checked.')
@@ -332,7 +361,10 @@ def check_cases_command(agent_ids, junit_file):
         click.echo(_case_line(case))
     click.echo(case_service.checked_summary(checked))
     if junit_file:
-        Path(junit_file).write_text(junit_xml(checked), encoding="utf-8")
+        try:
+            Path(junit_file).write_text(junit_xml(checked), encoding="utf-8")
+        except OSError as error:
+            raise BadInput(f"Could not write the JUnit file {junit_file}: {error.strerror}.") from None
     if any(not case["last_check"]["passed"] for case in checked):
         sys.exit(1)
 

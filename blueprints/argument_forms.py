@@ -70,7 +70,7 @@ def parse_values(text, schema):
             continue
         try:
             values.append(json.loads(line))
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deeply to read is no JSON either
             values.append(line)
     return values
 
@@ -79,7 +79,7 @@ def _reads_as_itself(value):
     """Whether parse_values reads the string back as it is, unquoted: when it is no JSON."""
     try:
         json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value == value.strip() and "\n" not in value
     return False
 

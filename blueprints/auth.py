@@ -4,28 +4,33 @@ htmx request gets a 401 that static/login-redirect.js turns into the same redire
 token (`Authorization: Bearer …`, see the Tokens page) instead, and so does the policy proxy, as the API key its
 OpenAI clients send.
 
-The session records an HMAC of the configured password, so changing the password ends every session.
+Sessions are kept on the server (store/sessions.py): the signed cookie only names one. Log out ends every copy of
+that cookie; a session ends after SESSION_IDLE_MINUTES without a request; and each records an HMAC of the password
+it was opened under, so changing the password ends every session.
 """
 
 import hashlib
 import hmac
 import re
 
-from flask import Blueprint, current_app, redirect, render_template, request, session, url_for
+from flask import Blueprint, current_app, g, redirect, render_template, request, session, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField
 
-from blueprints import error_response, is_api_request, is_proxy_request, json_error, openai_error
+from blueprints import error_response, is_api_request, is_proxy_request, json_error, login_throttle, openai_error
 from services.settings import login_enabled
+from store import login_failures as failure_store
+from store import sessions as session_store
 from store import tokens as token_store
-from store.db import get_db
+from store.db import get_db, open_db
 
 bp = Blueprint("auth", __name__)
 
-SESSION_KEY = "signed_in"
+SESSION_KEY = "session_id"
 OPEN_ENDPOINTS = ("auth.login", "static")
+MAX_IDLE_MINUTES = 366 * 24 * 60
 # A path on this site: "/" then anything but a second slash or backslash (browsers read "//x" and "/\\x" as another
 # site), and no control character or space (a browser drops tabs and line breaks, and a header cannot hold them).
 SITE_PATH = re.compile(r"/(?![/\\])[^\x00-\x20\x7f\\]*")
@@ -64,8 +69,32 @@ def _session_mark():
     return hmac.new(key, _bytes(_credential()), hashlib.sha256).hexdigest()
 
 
+def _idle_seconds():
+    return current_app.config["SESSION_IDLE_MINUTES"] * 60
+
+
+def _first_wait():
+    return current_app.config["LOGIN_THROTTLE_SECONDS"]
+
+
+def _is_number(value):
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
 def check_password_settings(config):
-    """Refuse to start with a password hash that no password could match (a typo would lock everyone out)."""
+    """Refuse to start with a password hash that no password could match (a typo would lock everyone out), or with
+    an idle time or a login wait that is not a number in its range."""
+    idle = config.get("SESSION_IDLE_MINUTES")
+    if not (_is_number(idle) and 1 <= idle <= MAX_IDLE_MINUTES):
+        raise ValueError(
+            f"TOOLGATE_SESSION_IDLE_MINUTES must be a number of minutes from 1 to {MAX_IDLE_MINUTES} (got {idle!r})."
+        )
+    first_wait = config.get("LOGIN_THROTTLE_SECONDS")
+    if not (_is_number(first_wait) and 0 < first_wait <= login_throttle.MAX_WAIT_SECONDS):
+        raise ValueError(
+            "TOOLGATE_LOGIN_THROTTLE_SECONDS must be a number of seconds above 0, at most "
+            f"{login_throttle.MAX_WAIT_SECONDS} (got {first_wait!r})."
+        )
     password_hash = config.get("ADMIN_PASSWORD_HASH")
     if not password_hash:
         return
@@ -81,8 +110,12 @@ def check_password_settings(config):
 
 
 def signed_in():
-    mark = session.get(SESSION_KEY)
-    return isinstance(mark, str) and hmac.compare_digest(mark, _session_mark())
+    """Whether the request's cookie names a live session (asked once per request: it counts as a use)."""
+    if "signed_in" not in g:
+        g.signed_in = session_store.session_is_live(
+            get_db(), session.get(SESSION_KEY), _session_mark(), _idle_seconds()
+        )
+    return g.signed_in
 
 
 def _safe_next(target):
@@ -139,21 +172,40 @@ def login():
     form = LoginForm()
     if not form.validate_on_submit():
         return render_template("auth/login.html", form=form), 400 if request.method == "POST" else 200
+    client = request.remote_addr or "unknown"
+    wait = failure_store.start_attempt(get_db(), client, login_throttle.wait_rule(_first_wait()))
+    if wait is not None:
+        form.password.errors = [login_throttle.message(wait)]
+        headers = {"Retry-After": login_throttle.retry_after(wait)}
+        return render_template("auth/login.html", form=form), 429, headers
     if not _password_matches(form.password.data or ""):
         form.password.errors = ["Password is not right."]
         return render_template("auth/login.html", form=form), 400
+    failure_store.attempt_succeeded(get_db(), client)
     session.clear()  # nothing from before the login carries over into the signed-in session
-    session[SESSION_KEY] = _session_mark()
+    session[SESSION_KEY] = session_store.start_session(get_db(), _session_mark(), _idle_seconds())
     return redirect(next_url, 303)
 
 
 @bp.post("/logout")
 def logout():
+    session_store.end_session(get_db(), session.get(SESSION_KEY))  # every copy of the cookie, not just this one
     session.clear()
     return redirect(url_for("auth.login") if login_enabled() else url_for("agents.list_agents"), 303)
 
 
+def _end_sessions_of_other_passwords(app):
+    """A password changed while the app was stopped (or the login turned off) ends every session of the old one."""
+    connection = open_db(app.config["DATABASE"])
+    try:
+        with app.app_context():
+            session_store.end_sessions_of_other_passwords(connection, _session_mark() if login_enabled() else None)
+    finally:
+        connection.close()
+
+
 def init_app(app):
     check_password_settings(app.config)
+    _end_sessions_of_other_passwords(app)
     app.session_interface = SessionCookies()
     app.register_blueprint(bp)

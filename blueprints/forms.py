@@ -31,6 +31,7 @@ from engine import texts
 from engine.config import (
     AGENT_DEFAULTS,
     MAX_CALLS_PER_RUN_LIMIT,
+    MAX_DEPTH,
     MAX_ROUNDS_LIMIT,
     MAX_TOKENS_LIMIT,
     MESSAGE_MAX,
@@ -130,14 +131,23 @@ def _request_settings_form_data(agent):
     }
 
 
-def _parse_script(text):
-    """The script textarea as JSON (empty is `[]`); a ValidationError says where it is not JSON."""
+def read_json(label, text, empty):
+    """JSON typed into a textarea (`empty` when there is none). A ValidationError, shown beside the field with the
+    form kept, says where it is not JSON, or that it is nested deeper than any field may be (deep enough to exhaust
+    the parser, which would otherwise lose the whole form to an error page)."""
     try:
-        return json.loads((text or "").strip() or "[]")
+        return json.loads((text or "").strip() or empty)
     except json.JSONDecodeError as error:
         raise ValidationError(
-            f"Script is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+            f"{label} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
         ) from None
+    except RecursionError:
+        raise ValidationError(f"{label} is nested more than {MAX_DEPTH} levels deep.") from None
+
+
+def _parse_script(text):
+    """The script textarea as JSON (empty is `[]`)."""
+    return read_json("Script", text, "[]")
 
 
 ERROR_MESSAGE_HELP = Markup(
@@ -585,13 +595,8 @@ def _run_form_data(agent, tools, message):
 
 
 def _parse_json_object(label, text):
-    """A JSON object typed into a textarea (empty is `{}`); a ValidationError says where it is not JSON."""
-    try:
-        return json.loads((text or "").strip() or "{}")
-    except json.JSONDecodeError as error:
-        raise ValidationError(
-            f"{label} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
-        ) from None
+    """A JSON object typed into a textarea (empty is `{}`)."""
+    return read_json(label, text, "{}")
 
 
 def _json_text(value):

@@ -15,7 +15,8 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 
 from blueprints.runs import is_htmx, next_hop_for, render_run
 from engine import ValidationError
-from engine.types import AWAITING, RUNNING
+from engine.config import MAX_DEPTH
+from engine.types import AWAITING, INTERRUPTED, RUNNING
 from services import runs as run_service
 from services.settings import run_options
 from services.tracing import traced
@@ -50,14 +51,20 @@ def _to_the_run(run_id, anchor=None):
 
 @bp.post("/runs/<int:run_id>/step")
 def step(run_id):
-    """One step of the run (htmx): the model's next response and the round it brings."""
-    _load(run_id)
+    """One step of the run (htmx): the model's next response and the round it brings. `resume`: a person pressed
+    Resume on a page that had lost the server (static/live_run.js), so a run found interrupted meanwhile (its server
+    died in the middle of a step) is resumed, once the step that died no longer holds it."""
+    run = _load(run_id)
     db = get_db()
+    options = run_options()
+    resuming = request.values.get("resume") == "1"
     try:
-        run = traced(run_service.step_stored_run(db, run_id, **run_options()))
+        if resuming and run.get("state") == INTERRUPTED:
+            run_service.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
+        run = traced(run_service.step_stored_run(db, run_id, **options))
     except run_service.RunConflict:
         run = run_store.get_run(db, run_id)  # held by another request, or not running any more
-        return _live_update(run, "retry" if run.get("state") == RUNNING else None)
+        return _live_update(run, "retry" if run.get("state") == RUNNING else None, resuming=resuming)
     except ValidationError as error:
         return _live_update(run_store.get_run(db, run_id), notice=f"The run cannot go on: {error}")
     return _live_update(run, next_hop_for(run))
@@ -124,6 +131,10 @@ def _posted_decision():
     except ValueError as error:
         raise ValidationError(
             {f"decisions.{call_id}.arguments": f"The arguments are not valid JSON: {error}."}
+        ) from None
+    except RecursionError:  # said beside the arguments, as any other mistake in them
+        raise ValidationError(
+            {f"decisions.{call_id}.arguments": f"The arguments are nested more than {MAX_DEPTH} levels deep."}
         ) from None
     return call_id, {"approve": True, "arguments": arguments}
 

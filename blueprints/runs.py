@@ -33,13 +33,13 @@ bp = Blueprint("runs", __name__)
 
 @bp.app_template_filter("pretty_json")
 def pretty_json(value):
-    """JSON pretty-printed; a string holding JSON is parsed first, any other string is shown as it is."""
+    """JSON pretty-printed; a string holding JSON is parsed first, any other string (JSON nested too deeply to read
+    included: a model may send such arguments) is shown as it is."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
-            return value
-        if isinstance(value, str):
+            parsed = json.loads(value)
+            return parsed if isinstance(parsed, str) else json.dumps(parsed, indent=2, ensure_ascii=False)
+        except (ValueError, RecursionError):
             return value
     return json.dumps(value, indent=2, ensure_ascii=False)
 

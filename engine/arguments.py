@@ -2,8 +2,8 @@
 
 One module for the three places they act: the check when an agent is saved (a rule names a real top-level
 argument, and its values fit that argument's schema), the schema the model sees (an allow-list becomes an
-`enum`, a hidden argument disappears, a description is replaced), and the gate (a value off the allow-list is
-rejected, a forced value replaces whatever the model sent).
+`enum`, a hidden argument disappears, a description is replaced), and the gate (a forced value replaces whatever
+the model sent, before anything is checked; a value off the allow-list is rejected).
 """
 
 import copy
@@ -129,7 +129,7 @@ def check_argument_descriptions(errors, prefix, tool_name, descriptions, paramet
     return checked
 
 
-# --- The schema the model sees, and the one the gate checks against ---------------------------------------------
+# --- The schema the model sees -----------------------------------------------------------------------------------
 
 
 def _remove_properties(schema, names):
@@ -145,14 +145,6 @@ def _remove_properties(schema, names):
 
 def hidden_arguments(rules):
     return tuple(name for name, rule in rules.items() if rule.hide)
-
-
-def checked_parameters(parameters, rules):
-    """The schema a call's arguments are checked against: the tool's, without the hidden arguments (the model
-    never saw them, and their forced value is put in after the check). Allow-lists are not part of it: a value
-    off the list is `argument_not_allowed`, not `invalid_arguments`."""
-    hidden = hidden_arguments(rules)
-    return _remove_properties(copy.deepcopy(parameters), hidden) if hidden else parameters
 
 
 def model_parameters(parameters, rules, descriptions):
@@ -177,11 +169,20 @@ def _is_one_of(value, allowed):
     return Draft202012Validator({"enum": list(allowed)}).is_valid(value)
 
 
-def apply_argument_rules(tool_name, arguments, rules):
-    """(arguments to execute with, {argument: forced value}, None), or (None, {}, the rejection message) when a
-    value is off its allow-list. The arguments given are not modified."""
+def force_values(arguments, rules):
+    """(the arguments with each forced value in place of what the model sent, or added where it sent none,
+    {argument: forced value}). Done before the schema is checked: the call runs with the forced value whatever the
+    model sent, a value off the schema or an argument hidden from it included. The arguments given are not
+    modified."""
+    forced = {name: copy.deepcopy(rule.forced_value) for name, rule in rules.items() if rule.action == FORCE_VALUE}
+    if not forced:
+        return arguments, {}
+    return {**arguments, **copy.deepcopy(forced)}, forced
+
+
+def value_not_allowed(tool_name, arguments, rules):
+    """The rejection message for the first value off its allow-list, or None when every value is allowed."""
     for name, rule in rules.items():
         if rule.action == ONLY_ALLOW and name in arguments and not _is_one_of(arguments[name], rule.values):
-            return None, {}, texts.argument_not_allowed_message(tool_name, name, arguments[name], rule.values)
-    forced = {name: copy.deepcopy(rule.forced_value) for name, rule in rules.items() if rule.action == FORCE_VALUE}
-    return {**arguments, **copy.deepcopy(forced)}, forced, None
+            return texts.argument_not_allowed_message(tool_name, name, arguments[name], rule.values)
+    return None

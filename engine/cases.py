@@ -24,6 +24,7 @@ from .config import (
     is_valid_id,
 )
 from .loop import run_agent
+from .providers import MAX_RESPONSE_MB
 from .proxy.recording import PROXY_SOURCE
 from .proxy.replay import client_from_run, client_problem, play_client
 from .round import ANSWERED, AWAITING_CLIENT, RETURN_DIRECTLY, ROUND_CAP
@@ -223,6 +224,32 @@ def _check_call(errors, call, where):
         _check_optional_text(errors, call.get(key), f"{where}.{key}")
 
 
+def _text_bytes(texts):
+    return sum(len(text.encode("utf-8", "surrogatepass")) for text in texts if isinstance(text, str))
+
+
+def _too_large(size, what):
+    """A case holding a model answer larger than a run takes could never pass: such an answer ends the run."""
+    if size <= MAX_RESPONSE_MB * 1024 * 1024:
+        return None
+    return (
+        f"{what} is larger than {MAX_RESPONSE_MB} MB ({size:,} bytes of text): a model answer that large ends a run "
+        "with an error, so this case could never pass"
+    )
+
+
+def _check_script_sizes(errors, script):
+    for index, item in enumerate(script, start=1):
+        texts = [item.get("content")]
+        for call in item.get("tool_calls", []):
+            arguments = call.get("arguments", {})
+            texts += [call.get("id"), call["name"], arguments if isinstance(arguments, str) else json.dumps(arguments)]
+        problem = _too_large(_text_bytes(texts), f"response {index}")
+        if problem:
+            errors["script"] = problem
+            return
+
+
 def _check_expected(errors, expected):
     if not isinstance(expected, dict):
         errors["expected"] = "must be an object with stop_reason, answer and rounds"
@@ -231,6 +258,10 @@ def _check_expected(errors, expected):
     if "stop_reason" in expected and expected["stop_reason"] not in REPLAYABLE_STOP_REASONS:
         errors["expected.stop_reason"] = f"must be one of: {', '.join(REPLAYABLE_STOP_REASONS)}"
     _check_optional_text(errors, expected.get("answer"), "expected.answer")
+    if expected.get("stop_reason") != RETURN_DIRECTLY:  # then the answer is the model's, not a tool's output
+        problem = _too_large(_text_bytes([expected.get("answer")]), "it")
+        if problem:
+            errors["expected.answer"] = problem
     rounds = expected.get("rounds", [])
     if not isinstance(rounds, list):
         errors["expected.rounds"] = "must be a list of rounds"
@@ -282,7 +313,7 @@ def validate_case(data):
     if "agent_id" in case and not is_valid_id(case["agent_id"]):
         errors["agent_id"] = ID_RULE
     if "name" in case:
-        check_text(errors, case, "name", NAME_MAX, required=True)
+        check_text(errors, case, "name", NAME_MAX, required=True, one_line=True)
     if "message" in case:
         check_text(errors, case, "message", MESSAGE_MAX, required=True)
     if not isinstance(case["overrides"], dict):
@@ -291,6 +322,8 @@ def validate_case(data):
         script_error = check_script(case["script"])
         if script_error:
             errors["script"] = script_error
+        else:
+            _check_script_sizes(errors, case["script"])
     _check_decisions(errors, case["decisions"])
     client = client_problem(case["client"]) if case["client"] is not None else None
     if client:

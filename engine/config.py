@@ -37,6 +37,9 @@ MAX_CALLS_PER_RESPONSE = 128
 # refused when an agent is saved, when a run starts and at the gate, before anything copies or walks it.
 MAX_DEPTH = 32
 NOT_UNICODE = "is not valid Unicode text (it holds a lone surrogate or bytes that are not UTF-8)"
+# C0, DEL and C1: what a name shown on one line (and written into a JUnit report, whose XML 1.0 cannot hold most of
+# them) must not hold.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 TOOL_SETTING_DEFAULTS = MappingProxyType(
     {
@@ -255,15 +258,19 @@ def field_value_problems(name, value, prefix=""):
     return {f"{key}{problem[0]}": problem[1]} if problem else {}
 
 
-def check_text(errors, data, name, maximum, required=False, error_key=None):
+def check_text(errors, data, name, maximum, required=False, error_key=None, one_line=False):
     """Put a message in `errors` if data[name] is not valid Unicode text of at most `maximum` characters (not
-    blank if `required`). Every validator checks its text fields with it: agents, documents, providers, tokens."""
+    blank if `required`; without control characters, tabs and line breaks included, if `one_line`). Every validator
+    checks its text fields with it: agents, documents, providers, tokens, cases."""
     value = data.get(name)
     error_key = error_key or name
     if not isinstance(value, str):
         errors[error_key] = "must be a string"
     elif not is_valid_unicode(value):
         errors[error_key] = NOT_UNICODE
+    elif one_line and (control := CONTROL_CHARACTER.search(value)):
+        shown = control.group().encode("unicode_escape").decode("ascii")
+        errors[error_key] = f"must be one line without control characters (character {control.start() + 1} is {shown})"
     elif required and not value.strip():
         errors[error_key] = "is required"
     elif len(value) > maximum:

@@ -14,7 +14,7 @@ from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing.exceptions import Unresolvable
 
 from . import texts
-from .arguments import apply_argument_rules, checked_parameters, hidden_arguments
+from .arguments import force_values, value_not_allowed
 from .artifacts import resolve_artifacts
 from .types import ToolCall
 
@@ -49,15 +49,16 @@ _validators = {}
 VALIDATORS_KEPT = 512  # the proxy checks against the schemas its clients send: their names are not bounded
 
 
-def _schema_errors(tool, rules, arguments):
-    key = (tool.name, hidden_arguments(rules))
-    cached = _validators.get(key)
+def _schema_errors(tool, arguments):
+    """Checked against the tool's whole schema: hidden arguments included, since their forced values are in place
+    by then (and fit it: checked when the agent was saved)."""
+    cached = _validators.get(tool.name)
     if cached is None or cached[0] is not tool.parameters:
         if len(_validators) >= VALIDATORS_KEPT:
             _validators.clear()
         # SPECIFICATIONS and nothing else: a `$ref` to an address is never fetched.
-        validator = Draft202012Validator(checked_parameters(tool.parameters, rules), registry=SPECIFICATIONS)
-        cached = _validators[key] = (tool.parameters, validator)
+        validator = Draft202012Validator(tool.parameters, registry=SPECIFICATIONS)
+        cached = _validators[tool.name] = (tool.parameters, validator)
     try:
         errors = sorted(cached[1].iter_errors(arguments), key=lambda error: list(error.absolute_path))
     except Unresolvable as error:
@@ -96,17 +97,19 @@ def _review_one(call, config, registry, calls_so_far, identical_so_far, artifact
 
 
 def _check_arguments(call, tool, settings, arguments, error, artifacts):
-    """Placeholders, the schema the model saw and the argument rules, for arguments already read as JSON (or the
-    `error` that says why they are not a JSON object)."""
-    replaced = ()
+    """Placeholders, forced values (in place of whatever the model sent, hidden arguments included), the tool's
+    schema and the allow-lists, for arguments already read as JSON (or the `error` that says why they are not a
+    JSON object)."""
+    replaced, forced = (), {}
     if error is None:
         arguments, replaced, error = resolve_artifacts(arguments, artifacts)
     if error is None:
-        error = _schema_errors(tool, settings.argument_rules, arguments) or None
+        arguments, forced = force_values(arguments, settings.argument_rules)
+        error = _schema_errors(tool, arguments) or None
     if error is not None:
         message = texts.INVALID_ARGUMENTS.format(name=call.name, detail=error)
         return Verdict(call, False, INVALID_ARGUMENTS, message, replaced_placeholders=replaced)
-    arguments, forced, message = apply_argument_rules(call.name, arguments, settings.argument_rules)
+    message = value_not_allowed(call.name, arguments, settings.argument_rules)
     if message is not None:
         return Verdict(call, False, ARGUMENT_NOT_ALLOWED, message, replaced_placeholders=replaced)
     return Verdict(call, True, arguments=arguments, forced_arguments=forced, replaced_placeholders=replaced)

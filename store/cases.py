@@ -12,7 +12,7 @@ import json
 import sqlite3
 
 from engine.cases import CASE_FIELDS, OPTIONAL_FIELDS, case_from_run, replay_overrides, validate_case
-from engine.config import ValidationError, load_agent
+from engine.config import CONTROL_CHARACTER, ValidationError, load_agent
 
 from . import NotFound, get_row, now
 from . import agents as agent_store
@@ -117,7 +117,7 @@ def free_name(db, agent_id, name):
 
 
 def default_name(db, run):
-    message = " ".join(run["message"].split())
+    message = " ".join(CONTROL_CHARACTER.sub(" ", run["message"]).split())  # a name is one line
     if len(message) > DEFAULT_NAME_LENGTH:
         message = message[: DEFAULT_NAME_LENGTH - 1] + "…"
     return free_name(db, run["agent_id"], f"Run #{run['id']}: {message}")

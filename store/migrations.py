@@ -276,6 +276,28 @@ def _create_run_traces(db):
     )
 
 
+@migrations(name="0063_create_login_sessions")
+def _create_login_sessions(db):
+    # The login's sessions (store/sessions.py): the SHA-256 of each session's id, the mark of the password it was
+    # opened under, and when it was opened and last used (Unix seconds), for the idle time.
+    db["login_sessions"].create(
+        {"id_hash": str, "password_mark": str, "created_at": float, "last_used_at": float},
+        pk="id_hash",
+        not_null={"password_mark", "created_at", "last_used_at"},
+    )
+    db["login_sessions"].create_index(["last_used_at"])
+
+
+@migrations(name="0064_create_login_failures")
+def _create_login_failures(db):
+    # Failed logins of the last hour, per client address (store/login_failures.py), for the login's throttle.
+    db["login_failures"].create(
+        {"id": int, "client": str, "failed_at": float}, pk="id", not_null={"client", "failed_at"}
+    )
+    db["login_failures"].create_index(["client", "failed_at"])
+    db["login_failures"].create_index(["failed_at"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

@@ -9,6 +9,7 @@ import sqlite3
 from engine.config import check_text
 
 from . import ValidationError, get_row, now
+from .db import write_transaction
 
 PREFIX = "tg_"  # so a token pasted somewhere it should not be is recognisable
 NAME_MAX = 100
@@ -32,7 +33,7 @@ def create_token(db, data):
     secret = PREFIX + secrets.token_urlsafe(32)
     row = {"name": name, "token_hash": _digest(secret), "hint": secret[:HINT_LENGTH], "created_at": now()}
     try:
-        with db.atomic():
+        with write_transaction(db):
             table = db["api_tokens"].insert(row)
     except sqlite3.IntegrityError:  # the unique index on the name
         raise ValidationError({"name": f'is already the name of another token ("{name}")'}) from None
@@ -49,7 +50,7 @@ def get_token(db, token_id):
 
 
 def revoke_token(db, token_id):
-    with db.atomic():
+    with write_transaction(db):
         get_token(db, token_id)
         db["api_tokens"].delete(token_id)
 

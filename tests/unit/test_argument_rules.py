@@ -341,19 +341,51 @@ def test_a_value_of_the_wrong_type_is_invalid_before_the_allow_list_is_asked():
     ]
 
 
-def test_a_hidden_argument_the_model_sends_anyway_is_invalid():
+@pytest.mark.parametrize(
+    "sent",
+    ["header", "footer", "sidebar", 5, None, ["header"], {"region": "header"}],
+    ids=["another value", "the forced value", "a value off the schema", "a number", "null", "a list", "an object"],
+)
+@pytest.mark.parametrize("hide", [True, False], ids=["hidden", "shown"])
+def test_a_forced_argument_the_model_sends_anyway_runs_with_the_forced_value(sent, hide):
+    rules = {"region": {"action": "force_value", "values": ["footer"], "hide": hide}}
     verdicts = review(
-        {"place_component": {"argument_rules": FOOTER_HIDDEN}},
-        ("place_component", {"component": "text", "region": "header"}),
+        {"place_component": {"argument_rules": rules}},
+        ("place_component", {"component": "text", "region": sent}),
     )
 
-    assert decided(verdicts) == [
-        (
-            "invalid_arguments",
-            "Error: invalid arguments for place_component: Additional properties are not allowed ('region' was "
-            "unexpected)",
-        )
+    assert [(verdict.allowed, verdict.arguments, verdict.forced_arguments) for verdict in verdicts] == [
+        (True, {"component": "text", "region": "footer"}, {"region": "footer"})
     ]
+    assert verdicts[0].call.parsed_arguments()[0] == {"component": "text", "region": sent}  # what the model sent
+
+
+def test_a_hidden_forced_argument_sent_anyway_runs_and_the_round_shows_both():
+    spy = SpyRegistry()
+    agent = make_agent(
+        {"place_component": {"argument_rules": FOOTER_HIDDEN}},
+        [tool_round(call("place_component", {"component": "text", "region": "header"})), answer("Placed.")],
+    )
+
+    run = run_agent(agent, "Place a text.", registry=spy.registry)
+
+    assert spy.executed == [("place_component", {"component": "text", "region": "footer"})]
+    recorded = run["rounds"][0]["calls"][0]
+    assert recorded["status"] == "executed"
+    assert (recorded["arguments"], recorded["forced_arguments"]) == (
+        {"component": "text", "region": "header"},
+        {"region": "footer"},
+    )
+
+
+def test_the_other_arguments_of_a_call_with_a_forced_one_are_still_checked():
+    verdicts = review(
+        {"place_component": {"argument_rules": FOOTER_HIDDEN}},
+        ("place_component", {"component": "marquee", "region": "header"}),
+    )
+
+    assert [verdict.reason for verdict in verdicts] == ["invalid_arguments"]
+    assert "'marquee' is not one of" in verdicts[0].message
 
 
 def test_a_hidden_required_argument_is_not_asked_of_the_model():

@@ -101,11 +101,11 @@ def expected_reasons(specs, tools, ran):
     for name, n, s, _as_text in specs:
         settings_ = tools.get(name)
         rule = (settings_ or {}).get("argument_rules", {}).get("n")
-        hidden = bool(rule and rule.get("hide"))
+        forced = bool(rule and rule["action"] == "force_value")  # hidden or not: in place before the schema check
         if settings_ is None:
             reasons.append("unknown_tool")
             continue
-        if s == UNKNOWN_PLACEHOLDER or (n is None) != hidden or n == "three":
+        if s == UNKNOWN_PLACEHOLDER or (not forced and (n is None or n == "three")):
             reasons.append("invalid_arguments")
             continue
         if rule and rule["action"] == "only_allow" and n not in rule["values"]:
