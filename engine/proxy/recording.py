@@ -80,9 +80,18 @@ def starts_a_turn(messages, length):
 
 def restored_history(stored, messages, length):
     """What to send upstream: the stored run's conversation as the model saw it (with the rounds the client never
-    saw), then the client's messages after the first `length`. The stored run's messages are taken as they are:
-    it was read for this request, and messages are never changed once in a transcript."""
-    return [*stored["messages"][: stored["conversation"]["upstream_length"]], *messages[length:]]
+    saw), then the client's messages after the first `length` — but a tool message for a call id the restored part
+    already answers: a client that sends a request again while the first is in flight must not make the upstream
+    see one call answered twice (it refuses such a transcript). The stored run's messages are taken as they are: it
+    was read for this request, and messages are never changed once in a transcript."""
+    restored = stored["messages"][: stored["conversation"]["upstream_length"]]
+    answered = {message.get("tool_call_id") for message in restored if message.get("role") == "tool"}
+    added = [
+        message
+        for message in messages[length:]
+        if message.get("role") != "tool" or message.get("tool_call_id") not in answered
+    ]
+    return [*restored, *added]
 
 
 def _conversation(exchange, conversation, previous=None):
