@@ -20,19 +20,30 @@ from flask import current_app
 from flask.cli import with_appcontext
 from werkzeug.security import generate_password_hash
 
-from blueprints import run_texts, tool_registry
+from blueprints import run_texts, secret_environ, tool_registry
 from blueprints.auth import login_enabled
 from blueprints.cases import checked_summary
 from blueprints.runs import run_options
-from blueprints.security import is_loopback
+from blueprints.security import configured_names, is_loopback
 from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
-from store import NotFound, RevisionConflict, ValidationError, case_checks, demo, migrations, run_execution
+from services import tool_servers as tool_server_service
+from store import (
+    NotFound,
+    RevisionConflict,
+    ValidationError,
+    case_checks,
+    demo,
+    migrations,
+    row_exists,
+    run_execution,
+)
 from store import agents as agent_store
 from store import cases as case_store
 from store import db as store_db
 from store import documents as document_store
 from store import runs as run_store
+from store import tool_servers as tool_server_store
 from store.db import get_db
 
 OUTPUT_PREVIEW = 300  # characters of a tool output shown in the text report; --json has all of it
@@ -478,6 +489,56 @@ def hash_password_command(password):
     click.echo(generate_password_hash(password))
 
 
+@click.command("add-tool-server")
+@with_appcontext
+@click.argument("server_id", type=TEXT)
+@click.option("--url", default="", type=TEXT, help="A streamable-HTTP MCP server, e.g. http://127.0.0.1:8765/mcp.")
+@click.option("--command", "command", default="", type=TEXT, help="A local MCP server to start, spoken to over stdio.")
+@click.option("--label", default=None, type=TEXT, help="The name shown on the pages (default: the id).")
+@click.option("--headers", "headers_text", default="{}", type=TEXT, help="Extra headers as JSON (with --url).")
+@click.option("--timeout", default=30.0, type=float, help="Seconds one call may take, connecting included.")
+@click.option("--replace", is_flag=True, help="Replace a server with this id.")
+def add_tool_server_command(server_id, url, command, label, headers_text, timeout, replace):
+    """Add an MCP tool server: connects, lists its tools and stores both. Only here may a server be a command."""
+    try:
+        headers = json.loads(headers_text)
+    except json.JSONDecodeError as error:
+        raise BadInput(f"--headers is not valid JSON: {error}") from None
+    data = {"id": server_id, "label": label or server_id, "url": url, "command": command, "headers": headers}
+    db = get_db()
+    try:
+        server = tool_server_service.save_tool_server(
+            db,
+            {**data, "timeout": timeout},
+            create=not (replace and row_exists(db, "tool_servers", server_id)),
+            environ=secret_environ(),
+            key_variables=configured_names("KEY_VARIABLES"),
+            allow_command=True,
+        )
+    except ValidationError as error:
+        details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())
+        raise BadInput(f"The tool server was not added:\n{details}") from None
+    names = ", ".join(tool["name"] for tool in server["tools"]) or "none"
+    click.echo(f'Added the tool server "{server["id"]}" with {len(server["tools"])} tool(s): {names}.')
+
+
+@click.command("refresh-tool-servers")
+@with_appcontext
+def refresh_tool_servers_command():
+    """List every tool server's tools again and keep them; a server that fails keeps the list it had."""
+    db = get_db()
+    failed = 0
+    for server in tool_server_store.list_tool_servers(db):
+        refreshed, error = tool_server_service.connect(db, server["id"], secret_environ())
+        if error:
+            failed += 1
+            click.echo(f"{server['id']}: not refreshed: {error}.")
+        else:
+            click.echo(f"{server['id']}: {len(refreshed['tools'])} tool(s).")
+    if failed:
+        sys.exit(1)
+
+
 def register(app):
     for command in (
         init_db_command,
@@ -493,5 +554,7 @@ def register(app):
         prune_runs_command,
         check_host_command,
         hash_password_command,
+        add_tool_server_command,
+        refresh_tool_servers_command,
     ):
         app.cli.add_command(command)

@@ -257,6 +257,28 @@ def _add_run_conversation_key(db):
     db["runs"].create_index(["agent_id", "conversation_key"])
 
 
+@migrations(name="0062_create_tool_servers")
+def _create_tool_servers(db):
+    # MCP servers (store/tool_servers.py): a URL or a command (exactly one is set), the headers as JSON (secrets only
+    # as the names of environment variables), and the server's tool list as last fetched, with the names it lost.
+    db["tool_servers"].create(
+        {
+            "id": str,
+            "label": str,
+            "url": str,
+            "command": str,
+            "headers": str,
+            "timeout": float,
+            "tools": str,
+            "vanished": str,
+            "refreshed_at": str,
+        },
+        pk="id",
+        not_null={"label", "url", "command", "headers", "timeout", "tools", "vanished"},
+        defaults={"url": "", "command": "", "headers": "{}", "timeout": 30.0, "tools": "[]", "vanished": "[]"},
+    )
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

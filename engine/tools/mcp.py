@@ -36,6 +36,7 @@ NOT_MCP = "not_mcp"
 PROTOCOL = "protocol"
 AUTH = "auth"
 TIMEOUT = "timeout"
+MISSING_SECRET = "missing_secret"
 
 
 class McpError(Exception):
@@ -106,13 +107,15 @@ def proposed_settings(annotations):
 
 def resolve_headers(headers, environ):
     """The headers to send: text as given, `{"env": NAME, "prefix": ...}` read from `environ` now. A variable
-    that is not set is an auth failure naming the variable, never its value."""
+    that is not set is an McpError naming the variable (never a value)."""
     resolved = {}
     for name, value in headers.items():
         if isinstance(value, Mapping):
             secret = environ.get(value["env"]) if environ is not None else None
             if not secret:
-                raise McpError(AUTH, f"the environment variable {value['env']} (for the header {name}) is not set")
+                raise McpError(
+                    MISSING_SECRET, f"the environment variable {value['env']} (for the header {name}) is not set"
+                )
             resolved[name] = value.get("prefix", "") + secret
         else:
             resolved[name] = value

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from engine.tools import ToolError
 from engine.tools.mcp import (
     AUTH,
+    MISSING_SECRET,
     NOT_MCP,
     PROTOCOL,
     TIMEOUT,
@@ -144,7 +145,7 @@ def test_a_header_secret_is_read_from_the_environment_when_the_call_is_made():
             list_tools(connection, {"NOTES_API_KEY": "s3cret"})
 
     assert (missing.value.kind, str(missing.value)) == (
-        AUTH,
+        MISSING_SECRET,
         "the environment variable NOTES_API_KEY (for the header Authorization) is not set",
     )
     assert refused.value.kind == AUTH and "s3cret" not in str(refused.value)

@@ -1,0 +1,40 @@
+"""Saving and connecting tool servers: a server is stored only once it answered as an MCP server, with the tool
+list it gave; Connect (and the refresh command) fetch that list again. The pages, the API and the CLI call this."""
+
+from engine.tools.mcp import MISSING_SECRET, McpError, list_tools
+from store import ValidationError
+from store import tool_servers as tool_server_store
+
+
+def save_tool_server(db, data, *, create, environ=None, key_variables=(), allow_command=False):
+    """Validate `data`, connect to the server and list its tools, then store both. A server that cannot be used is
+    a ValidationError on the field that reaches it (url or command), and nothing is stored. Editing a server that
+    runs a command may keep that command (the API sends back what it read) but never set a new one."""
+    if not create and isinstance(data, dict) and not allow_command:
+        stored = tool_server_store.get_tool_server(db, data.get("id"))
+        allow_command = bool(stored["command"]) and data.get("command") == stored["command"]
+    server = tool_server_store.validate_tool_server(data, key_variables, allow_command=allow_command)
+    tools = fetch_tools(server, environ)
+    return tool_server_store.save_tool_server(db, server, tools, create=create)
+
+
+def fetch_tools(server, environ=None):
+    """The server's tools, or a ValidationError on its url (or command) saying in words why they could not be
+    listed."""
+    try:
+        return list_tools(tool_server_store.connection(server), environ)
+    except McpError as error:
+        if error.kind == MISSING_SECRET:
+            raise ValidationError({"headers": f"cannot be sent: {error}"}) from None
+        raise ValidationError({"command" if server["command"] else "url": str(error)}) from None
+
+
+def connect(db, server_id, environ=None):
+    """Connect: fetch the stored server's tools again and cache them. (the server, None) or (the server as it was,
+    the McpError saying what went wrong)."""
+    server = tool_server_store.get_tool_server(db, server_id)
+    try:
+        tools = list_tools(tool_server_store.connection(server), environ)
+    except McpError as error:
+        return server, error
+    return tool_server_store.refresh_tools(db, server_id, tools), None
