@@ -121,12 +121,14 @@ def machine_name_field():
 def view_agent(agent_id):
     db = get_db()
     agent = get_or_404(agent_store.get_agent, db, agent_id)
+    registry = tool_registry()
     return render_template(
         "agents/view.html",
         agent=agent,
         cases=case_store.list_cases(db, agent_id),
         check_cases_form=forms.DeleteForm(),
-        tools={tool.name: tool for tool in tool_registry()},
+        tools={tool.name: tool for tool in registry},
+        vanished=registry.vanished_names(),
         script_json=json.dumps(agent["script"], indent=2, ensure_ascii=False),
         parallel_tool_calls_labels=forms.PARALLEL_TOOL_CALLS_LABELS,
         default_max_rounds_message=texts.MAX_ROUNDS,
