@@ -277,6 +277,11 @@ def _create_tool_servers(db):
         not_null={"label", "url", "command", "headers", "timeout", "tools", "vanished"},
         defaults={"url": "", "command": "", "headers": "{}", "timeout": 30.0, "tools": "[]", "vanished": "[]"},
     )
+    # Which of an agent's tool settings a person accepted as proposed from the tool's hints (a JSON list of keys),
+    # for the agent's page to mark; rows whose setting has since changed are ignored when read.
+    db["agent_tool_hints"].create(
+        {"agent_id": str, "tool_name": str, "settings": str}, pk=("agent_id", "tool_name"), not_null={"settings"}
+    )
 
 
 def _carry_over_legacy_names(db):

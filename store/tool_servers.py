@@ -243,3 +243,20 @@ class SecretEnviron(Mapping):
 
     def __eq__(self, other):
         return self is other
+
+
+def hint_marks(db, agent_id):
+    """{tool: [setting, ...]}: the agent's settings a person accepted as proposed from a tool server's hints."""
+    rows = select_rows(db, "SELECT tool_name, settings FROM agent_tool_hints WHERE agent_id = ?", [agent_id])
+    return {row["tool_name"]: json.loads(row["settings"]) for row in rows}
+
+
+def save_hint_marks(db, agent_id, marks):
+    """Replace the agent's hint marks with `marks` ({tool: [setting, ...]})."""
+    with write_transaction(db):
+        db.execute("DELETE FROM agent_tool_hints WHERE agent_id = ?", [agent_id])
+        for tool_name, settings in marks.items():
+            db.execute(
+                "INSERT INTO agent_tool_hints (agent_id, tool_name, settings) VALUES (?, ?, ?)",
+                [agent_id, tool_name, json.dumps(sorted(settings))],
+            )

@@ -2,9 +2,12 @@
 127.0.0.1: the gate applies the agent's settings and the server's input schema, an executed call is a tools/call,
 and whatever the server does (an error, a timeout, stopping) is that call's error while the run goes on."""
 
+import re
+
 import pytest
 
 from tests.mcp_support import build_test_server, live_mcp_server
+from tests.support import agent_form_data
 
 SLOW_TIMEOUT = 0.5
 
@@ -172,3 +175,65 @@ def test_a_tool_the_server_no_longer_lists_is_unknown_at_the_gate_and_the_agent_
     ]
     page = client.get("/agents/mcp_agent").get_data(as_text=True)
     assert "kinds__weather" in page and "No longer listed by its tool server" in page
+
+
+def squashed(response):
+    """The page's text with every run of white space made one space."""
+    return " ".join(response.get_data(as_text=True).split())
+
+
+def checkbox_is_ticked(page, name):
+    tag = re.search(rf'<input[^>]*name="{re.escape(name)}"[^>]*>', page).group(0)
+    return " checked" in tag
+
+
+def test_the_agent_form_groups_a_servers_tools_with_their_hints_and_proposals(client, kinds):
+    page = squashed(client.get("/agents/new"))
+
+    assert "Tools of the tool server Kinds" in page
+    assert "Hints from the server: <code>readOnlyHint: true</code>" in page
+    assert "The server's hints say read-only: nothing is proposed." in page  # echo
+    # delete_record's description claims it is safe and read-only: only the hints count.
+    assert "Proposed from the server's hints: <strong>Require approval</strong>." in page
+    assert "Proposed from the server's hints: <strong>Max identical calls 1</strong>." in page  # add_record
+    assert "Proposed from the server's hints: <strong>Require approval, Max identical calls 1</strong>." in page
+    assert page.count('name="accept_hints"') == 7  # every tool but the read-only echo
+
+
+def test_accepting_proposals_fills_the_form_saves_nothing_and_the_saved_settings_are_marked(client, kinds):
+    form = agent_form_data({"label": "Cleaner", "id": "cleaner", "tools": {"kinds__delete_record": {}}})
+    approval = "tools-kinds__delete_record-require_approval"
+
+    shown = squashed(client.get("/agents/new"))
+    accepted = client.post("/agents/new", data={**form, "accept_hints": "kinds__delete_record"})
+
+    assert not checkbox_is_ticked(shown, approval)
+    assert accepted.status_code == 200
+    page = squashed(accepted)
+    assert (
+        "Filled in the settings proposed for kinds__delete_record by its server&#39;s hints: Require approval." in page
+    )
+    assert checkbox_is_ticked(page, approval)
+    assert '<input type="hidden" name="from_hint" value="kinds__delete_record:require_approval">' in page
+    assert client.get("/api/agents/cleaner").status_code == 404  # nothing saved
+
+    saved = client.post(
+        "/agents/new", data={**form, approval: "y", "from_hint": "kinds__delete_record:require_approval"}
+    )
+
+    assert saved.status_code == 303
+    assert client.get("/api/agents/cleaner").get_json()["tools"]["kinds__delete_record"]["require_approval"] is True
+    view = squashed(client.get("/agents/cleaner"))
+    assert 'before it runs <span class="from-hint">(from the server\'s hints)</span>' in view
+
+
+def test_a_proposed_setting_changed_before_save_is_not_marked(client, kinds):
+    form = agent_form_data(
+        {"label": "Adder", "id": "adder", "tools": {"kinds__add_record": {"max_identical_calls": 3}}}
+    )
+    form["from_hint"] = "kinds__add_record:max_identical_calls"
+
+    assert client.post("/agents/new", data=form).status_code == 303
+
+    assert client.get("/api/agents/adder").get_json()["tools"]["kinds__add_record"]["max_identical_calls"] == 3
+    assert "from the server" not in squashed(client.get("/agents/adder"))
