@@ -7,12 +7,12 @@ from functools import partial
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import done, get_or_404, save_posted, secret_environ
+from blueprints import done, get_or_404, save_posted, secret_environ, tool_registry
 from blueprints.forms import DeleteForm
 from blueprints.security import configured_names
 from blueprints.tool_server_forms import ToolServerForm, server_to_form_data
 from engine.config import machine_name
-from engine.tools.mcp import registry_name
+from engine.tools.mcp import SEPARATOR, McpTool, registry_name
 from services import tool_servers as tool_server_service
 from store import NotFound, ValidationError
 from store import tool_servers as tool_server_store
@@ -20,6 +20,17 @@ from store.db import get_db
 from store.tool_servers import ID_MAX, REFRESH_NOTE
 
 bp = Blueprint("tool_servers", __name__)
+
+
+@bp.app_template_global("tool_server_of")
+def tool_server_of(tool_name):
+    """The id of the tool server a tool of that name goes to (one it no longer lists included), else None: the
+    run page names it beside each call."""
+    registry = tool_registry()
+    tool = registry.get(tool_name)
+    if isinstance(tool, McpTool):
+        return tool.server_id
+    return tool_name.partition(SEPARATOR)[0] if tool_name in registry.vanished_names() else None
 
 
 @bp.get("/tool-servers")

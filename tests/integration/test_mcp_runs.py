@@ -237,3 +237,15 @@ def test_a_proposed_setting_changed_before_save_is_not_marked(client, kinds):
 
     assert client.get("/api/agents/adder").get_json()["tools"]["kinds__add_record"]["max_identical_calls"] == 3
     assert "from the server" not in squashed(client.get("/agents/adder"))
+
+
+def test_the_run_page_names_the_server_each_call_went_to(client, kinds):
+    script = [{"tool_calls": [call("echo", text="hi")]}, {"content": "Done."}]
+    result = run(client, {"kinds__echo": {}}, script)
+
+    page = squashed(client.get(f"/runs/{result['id']}"))
+
+    assert (
+        '<div class="call-server" data-testid="call-server">a <code>tools/call</code> to the tool server '
+        '<a href="/tool-servers/kinds"><code>kinds</code></a></div>'
+    ) in page
