@@ -30,9 +30,8 @@ def _provider_choices(db):
 
 
 def _agent_form(db, agent=None, client_tools=None):
-    return forms.agent_form(
-        tool_registry().parameters_by_name(), _provider_choices(db), agent=agent, client_tools=client_tools
-    )
+    tools = tool_hints.form_tools(tool_registry(), agent, request.form)
+    return forms.agent_form(tools, _provider_choices(db), agent=agent, client_tools=client_tools)
 
 
 def _render_form(form, agent=None, status=200, form_errors=(), conflict=None, client_tool_notice="", **hints):

@@ -20,6 +20,16 @@ def proposal_words(tool):
     return [SETTING_WORDS[key] for key in proposals(tool)]
 
 
+def form_tools(registry, agent, formdata):
+    """The tools the agent form offers (name -> schema): every registered tool, and a tool its server no longer
+    lists only while the agent (or the posted form) still enables it."""
+    enabled = set((agent or {}).get("tools") or {}) | {
+        name for name in registry.vanished_names() if formdata.get(f"tools-{name}-enabled")
+    }
+    gone = set(registry.vanished_names()) - enabled
+    return {name: schema for name, schema in registry.parameters_by_name().items() if name not in gone}
+
+
 def tool_groups(tool_names, registry, servers):
     """The form's tools as [(server or None, [names])]: the built-in and installed ones first, then one group per
     tool server (its vanished tools included), in the servers' order."""

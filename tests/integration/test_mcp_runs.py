@@ -249,3 +249,15 @@ def test_the_run_page_names_the_server_each_call_went_to(client, kinds):
         '<div class="call-server" data-testid="call-server">a <code>tools/call</code> to the tool server '
         '<a href="/tool-servers/kinds"><code>kinds</code></a></div>'
     ) in page
+
+
+def test_a_vanished_tool_is_on_the_form_only_of_an_agent_that_still_enables_it(client, kinds):
+    client.put("/api/agents/keeper", json={"label": "Keeper", "tools": {"kinds__weather": {}}})
+    smaller = build_test_server()
+    smaller.remove_tool("weather")
+    with live_mcp_server(smaller) as server:
+        client.put("/api/tool-servers/kinds", json={"label": "K", "url": server.url, "timeout": 5})
+
+    assert 'name="tools-kinds__weather-enabled"' not in client.get("/agents/new").get_data(as_text=True)
+    kept = squashed(client.get("/agents/keeper/edit"))
+    assert 'name="tools-kinds__weather-enabled"' in kept and "No longer listed by its tool server" in kept
