@@ -40,8 +40,8 @@ FIELDS = ("id", "label", "url", "command", "headers", "timeout")
 JSON_COLUMNS = ("headers", "tools", "vanished")
 COMMAND_FROM_CLI = "is set from the command line only (flask --app app add-tool-server ID --command ...)"
 REFRESH_NOTE = (
-    "A server's tool list is fetched when it is saved and when you press Connect, and again by "
-    "`flask --app app refresh-tool-servers` (run it from cron, hourly for instance)."
+    "A server's tool list is fetched when it is saved and when you press Connect, and again by the command "
+    "flask --app app refresh-tool-servers (run it from cron, hourly for instance)."
 )
 
 

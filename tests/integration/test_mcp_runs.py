@@ -240,15 +240,14 @@ def test_a_proposed_setting_changed_before_save_is_not_marked(client, kinds):
 
 
 def test_the_run_page_names_the_server_each_call_went_to(client, kinds):
-    script = [{"tool_calls": [call("echo", text="hi")]}, {"content": "Done."}]
+    script = [{"tool_calls": [call("echo", text="hi"), call("fail", reason="not enabled")]}, {"content": "Done."}]
     result = run(client, {"kinds__echo": {}}, script)
 
     page = squashed(client.get(f"/runs/{result['id']}"))
 
-    assert (
-        '<div class="call-server" data-testid="call-server">a <code>tools/call</code> to the tool server '
-        '<a href="/tool-servers/kinds"><code>kinds</code></a></div>'
-    ) in page
+    link = '<a href="/tool-servers/kinds"><code>kinds</code></a>'
+    assert f'data-testid="call-server">a <code>tools/call</code> to the tool server {link}</div>' in page
+    assert f'data-testid="call-server">a tool of the tool server {link}</div>' in page  # rejected: nothing sent
 
 
 def test_a_vanished_tool_is_on_the_form_only_of_an_agent_that_still_enables_it(client, kinds):

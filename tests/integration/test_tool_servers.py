@@ -239,3 +239,15 @@ def test_the_cli_refuses_a_server_it_cannot_use_and_stores_nothing(client, runne
     assert result.exit_code == 2
     assert "url: http://127.0.0.1:9/mcp cannot be reached" in result.output
     assert server_count(client) == 0
+
+
+def test_refresh_tool_servers_lists_every_servers_tools_again_and_says_which_failed(client, runner):
+    with live_mcp_server() as server:
+        client.put("/api/tool-servers/kinds", json={"label": "Kinds", "url": server.url})
+        refreshed = runner.invoke(args=["refresh-tool-servers"])
+    failed = runner.invoke(args=["refresh-tool-servers"])
+
+    assert refreshed.exit_code == 0 and refreshed.output == "kinds: 8 tool(s).\n"
+    assert failed.exit_code == 1
+    assert failed.output.startswith(f"kinds: not refreshed: {server.url} cannot be reached")
+    assert len(client.get("/api/tool-servers/kinds").get_json()["tools"]) == 8  # the list it had is kept
