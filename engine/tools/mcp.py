@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 
+from ..redaction import redact
 from .registry import Tool, ToolError
 
 SEPARATOR = "__"
@@ -133,7 +134,8 @@ def list_tools(connection, environ=None):
 def call_tool(connection, tool_name, arguments, environ=None):
     """`tools/call` within the server's timeout: (the result as the tool message's text, whether the server said
     isError). Raises McpError when the call could not be made or answered."""
-    return _run(connection, environ, _call_tool, tool_name, arguments)
+    text, is_error = _run(connection, environ, _call_tool, tool_name, arguments)
+    return text, is_error
 
 
 def server_tools(connection, tools, environ=None):
@@ -211,15 +213,28 @@ async def _call_tool(client, tool_name, arguments):
 
 
 def _run(connection, environ, action, *args):
-    """Run `action(client, *args)` on a fresh connection, synchronously, within the connection's timeout."""
+    """Run `action(client, *args)` on a fresh connection, synchronously, within the connection's timeout. A header
+    secret the server echoes (in a result, a tool's description, an error) comes back as `[redacted]`."""
     headers = resolve_headers(connection.headers, environ)
+    secrets = [environ[value["env"]] for value in connection.headers.values() if isinstance(value, Mapping)]
     coroutine = _session(connection, headers, action, *args)
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(max_workers=1) as pool:  # called from inside an event loop: run beside it
-        return pool.submit(asyncio.run, coroutine).result()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            result = asyncio.run(coroutine)
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:  # called from inside an event loop: run beside it
+                result = pool.submit(asyncio.run, coroutine).result()
+    except McpError as error:
+        raise McpError(error.kind, _hidden(str(error), secrets)) from None
+    return _hidden(result, secrets)
+
+
+def _hidden(value, secrets):
+    for secret in secrets:
+        value = redact(value, secret)
+    return value
 
 
 async def _session(connection, headers, action, *args):

@@ -203,3 +203,34 @@ def test_a_registry_name_is_always_a_function_name_of_at_most_64_characters(tool
 @given(st.lists(st.text(min_size=1, max_size=100), min_size=2, max_size=5, unique=True))
 def test_two_tools_of_one_server_never_share_a_registry_name(tool_names):
     assert len({registry_name("notes", name) for name in tool_names}) == len(tool_names)
+
+
+def echoing_server(environ, start_response):
+    """A minimal MCP server over JSON responses whose one tool answers with the Authorization header it got."""
+    if environ["REQUEST_METHOD"] != "POST":
+        start_response("405 Method Not Allowed", [])
+        return [b""]
+    request = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+    if "id" not in request:
+        start_response("202 Accepted", [])
+        return [b""]
+    if request["method"] == "initialize":
+        result = {
+            "protocolVersion": request["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "echoing", "version": "1"},
+        }
+    elif request["method"] == "tools/list":
+        result = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {"content": [{"type": "text", "text": f"You sent {environ.get('HTTP_AUTHORIZATION')}"}]}
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()]
+
+
+def test_a_header_secret_the_server_echoes_comes_back_redacted():
+    headers = {"Authorization": {"env": "NOTES_API_KEY", "prefix": "Bearer "}}
+    with serving(echoing_server) as base_url:
+        connection = ServerConnection("echoing", url=base_url + "/mcp", headers=headers, timeout=5)
+        answer = call_tool(connection, "whoami", {}, {"NOTES_API_KEY": "s3cret-value"})
+    assert answer == ("You sent Bearer [redacted]", False)
