@@ -9,7 +9,7 @@ import pytest
 from tests.mcp_support import build_test_server, live_mcp_server
 from tests.support import agent_form_data
 
-SLOW_TIMEOUT = 0.5
+SLOW_TIMEOUT = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_an_is_error_result_is_that_calls_error_and_the_run_goes_on(client, kind
 
 def test_a_call_past_the_servers_timeout_is_that_calls_error_told_in_words(client, mcp_server):
     client.put("/api/tool-servers/kinds", json={"label": "K", "url": mcp_server.url, "timeout": SLOW_TIMEOUT})
-    script = [{"tool_calls": [call("slow", seconds=2), call("echo", text="quick")]}, {"content": "Finished."}]
+    script = [{"tool_calls": [call("slow", seconds=2.5), call("echo", text="quick")]}, {"content": "Finished."}]
 
     result = run(client, {"kinds__slow": {}, "kinds__echo": {}}, script)
 

@@ -3,6 +3,7 @@ what a call's tool message reads, and every failure said in words."""
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given
@@ -234,3 +235,41 @@ def test_a_header_secret_the_server_echoes_comes_back_redacted():
         connection = ServerConnection("echoing", url=base_url + "/mcp", headers=headers, timeout=5)
         answer = call_tool(connection, "whoami", {}, {"NOTES_API_KEY": "s3cret-value"})
     assert answer == ("You sent Bearer [redacted]", False)
+
+
+CONTENT_BLOCKS = st.one_of(
+    st.builds(lambda text: {"type": "text", "text": text}, st.text(max_size=20)),
+    st.just({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}),
+    st.just({"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}),
+    st.builds(lambda uri: {"type": "resource_link", "uri": uri, "name": "a file"}, st.just("file:///notes/a.txt")),
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.lists(CONTENT_BLOCKS, max_size=6),
+    st.none() | st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=3),
+    st.booleans(),
+)
+def test_any_result_reads_as_one_text_with_every_part_in_order(blocks, structured, is_error):
+    from mcp.types import CallToolResult
+
+    from engine.tools.mcp import result_text
+
+    result = CallToolResult.model_validate({"content": blocks, "structuredContent": structured, "isError": is_error})
+    text = result_text(result)
+
+    expected = [block["text"] if block["type"] == "text" else f"[{block['type']}]" for block in blocks]
+    if structured is not None and all(block["type"] != "text" for block in blocks):
+        expected.insert(0, json.dumps(structured, ensure_ascii=False))
+    assert text == "\n".join(expected)
+
+
+def test_calls_from_several_threads_at_once_each_get_their_own_answer(kinds):
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(lambda number: call_tool(kinds, "echo", {"text": f"call {number}"}), range(12)))
+    assert answers == [(f"call {number}", False) for number in range(12)]
