@@ -11,6 +11,7 @@ one still loads, and the gate answers a call of it `unknown_tool`."""
 
 import json
 import re
+import shlex
 from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import urlparse
@@ -77,6 +78,15 @@ def _check_headers(errors, headers, key_variables):
         errors["headers"] = problems[0]
 
 
+def _command_problem(command):
+    """Why a command line cannot be split into its words as a shell would, or None."""
+    try:
+        shlex.split(command)
+    except ValueError as error:
+        return f"cannot be read as a command line: {error}"
+    return None
+
+
 def validate_tool_server(data, key_variables=(), allow_command=False):
     """A tool server with defaults filled in; raises ValidationError naming every bad field. Only the CLI passes
     `allow_command`: a web form that runs commands would be a hole."""
@@ -98,6 +108,8 @@ def validate_tool_server(data, key_variables=(), allow_command=False):
         errors["command"] = COMMAND_FROM_CLI
     elif command and (len(command) > COMMAND_MAX or not command.isprintable() or not command.strip()):
         errors["command"] = f"must be one line of at most {COMMAND_MAX:,} printable characters"
+    elif command and _command_problem(command):
+        errors["command"] = _command_problem(command)
     if command and url:
         errors["url"] = "must be empty for a server started as a command"
     elif not command:

@@ -301,6 +301,8 @@ def _described(connection, error, statuses):
         return McpError(TIMEOUT, f"{where} did not answer within {connection.timeout:g} seconds")
     if rejected in (401, 403):
         return McpError(AUTH, f"{where} refused the credentials (HTTP {rejected}); check the headers")
+    if connection.command and isinstance(cause, OSError):
+        return McpError(UNREACHABLE, f"{where} cannot be started ({_first_line(cause) or type(cause).__name__})")
     if isinstance(cause, (httpx2.TransportError, OSError)):
         return McpError(UNREACHABLE, f"{where} cannot be reached ({_first_line(cause) or type(cause).__name__})")
     if rejected is not None and rejected in (404, 405, 406, 415):

@@ -251,3 +251,17 @@ def test_refresh_tool_servers_lists_every_servers_tools_again_and_says_which_fai
     assert failed.exit_code == 1
     assert failed.output.startswith(f"kinds: not refreshed: {server.url} cannot be reached")
     assert len(client.get("/api/tool-servers/kinds").get_json()["tools"]) == 8  # the list it had is kept
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("no-such-program-for-toolgate --stdio", "command: the command no-such-program-for-toolgate --stdio cannot be"),
+        ('python "unclosed', "command: cannot be read as a command line: No closing quotation"),
+    ],
+)
+def test_the_cli_refuses_a_command_it_cannot_start(client, runner, command, message):
+    result = runner.invoke(args=["add-tool-server", "local", "--command", command])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert server_count(client) == 0
