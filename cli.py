@@ -20,7 +20,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 from werkzeug.security import generate_password_hash
 
-from blueprints import run_texts, secret_environ, tool_registry
+from blueprints import run_texts, tool_registry
 from blueprints.auth import login_enabled
 from blueprints.cases import checked_summary
 from blueprints.runs import run_options
@@ -511,7 +511,6 @@ def add_tool_server_command(server_id, url, command, label, headers_text, timeou
             db,
             {**data, "timeout": timeout},
             create=not (replace and row_exists(db, "tool_servers", server_id)),
-            environ=secret_environ(),
             key_variables=configured_names("KEY_VARIABLES"),
             allow_command=True,
         )
@@ -529,7 +528,7 @@ def refresh_tool_servers_command():
     db = get_db()
     failed = 0
     for server in tool_server_store.list_tool_servers(db):
-        refreshed, error = tool_server_service.connect(db, server["id"], secret_environ())
+        refreshed, error = tool_server_service.connect(db, server["id"], configured_names("KEY_VARIABLES"))
         if error:
             failed += 1
             click.echo(f"{server['id']}: not refreshed: {error}.")

@@ -6,7 +6,6 @@ confirmation, the history lists' query string.
 """
 
 import logging
-import os
 
 from flask import abort, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask_wtf.csrf import CSRFError
@@ -14,31 +13,19 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from blueprints.forms import DeleteForm, apply_errors
+from services import tool_servers as tool_server_service
 from store import NotFound, ValidationError
-from store import tool_servers as tool_server_store
-from store.db import get_db
 from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
 
 
 def tool_registry():
-    """The app's tool registry: the one built in create_app (tests inject their own), plus the cached tools of the
-    stored tool servers (built again only when those change)."""
-    return tool_server_store.registry_with_servers(get_db(), current_app.config["TOOL_REGISTRY"], secret_environ())
-
-
-def secret_environ():
-    """Where tool server headers read their secrets: the app's one SecretEnviron (MODEL_ENVIRON in tests, else the
-    process environment), limited to the variables a provider key may name."""
+    """The app's tool registry: the one built in create_app (tests inject their own), plus the stored tool servers'
+    cached tools."""
     from blueprints.security import configured_names  # it imports this module
 
-    if "toolgate_secret_environ" not in current_app.extensions:
-        environ = current_app.config.get("MODEL_ENVIRON")
-        current_app.extensions["toolgate_secret_environ"] = tool_server_store.SecretEnviron(
-            os.environ if environ is None else environ, configured_names("KEY_VARIABLES")
-        )
-    return current_app.extensions["toolgate_secret_environ"]
+    return tool_server_service.app_registry(current_app.config["TOOL_REGISTRY"], configured_names("KEY_VARIABLES"))
 
 
 def get_or_404(load, db, key):

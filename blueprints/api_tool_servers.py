@@ -6,7 +6,7 @@ send it back as it read it, and it is ignored. A command (stdio) is set from the
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from blueprints import json_error, json_validation_error, secret_environ
+from blueprints import json_error, json_validation_error
 from blueprints.security import configured_names
 from services import tool_servers as tool_server_service
 from store import NotFound, ValidationError, row_exists
@@ -49,7 +49,6 @@ def put_tool_server(server_id):
             db,
             {**data, "id": server_id},
             create=not existed,
-            environ=secret_environ(),
             key_variables=configured_names("KEY_VARIABLES"),
         )
     except ValidationError as error:

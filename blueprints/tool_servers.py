@@ -7,7 +7,7 @@ from functools import partial
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import done, get_or_404, save_posted, secret_environ, tool_registry
+from blueprints import done, get_or_404, save_posted, tool_registry
 from blueprints.forms import DeleteForm
 from blueprints.security import configured_names
 from blueprints.tool_server_forms import ToolServerForm, server_to_form_data
@@ -48,7 +48,6 @@ def _save(form, server_id, create, command=""):
     save = partial(
         tool_server_service.save_tool_server,
         create=create,
-        environ=secret_environ(),
         key_variables=configured_names("KEY_VARIABLES"),
     )
     return save_posted(form, save, get_db(), form.server_data(server_id, command))
@@ -98,7 +97,7 @@ def connect_tool_server(server_id):
     get_or_404(tool_server_store.get_tool_server, db, server_id)
     if not DeleteForm().validate_on_submit():
         abort(400)
-    server, error = tool_server_service.connect(db, server_id, secret_environ())
+    server, error = tool_server_service.connect(db, server_id, configured_names("KEY_VARIABLES"))
     return _render_server(server, error=str(error) if error else None, status=200)
 
 
