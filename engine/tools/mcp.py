@@ -28,6 +28,8 @@ from .registry import Tool, ToolError
 SEPARATOR = "__"
 NAME_MAX = 64  # the longest function name a model API accepts
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ANY_OBJECT = {"type": "object"}
+RESULT_MAX = 1_000_000  # characters of a tool message; a longer result is cut there, saying so
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 # What MCP says a hint a server leaves out means (the specification's defaults).
 HINT_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
@@ -159,7 +161,7 @@ def _server_tool(connection, tool, environ):
     return McpTool(
         name=registry_name(connection.id, remote_name),
         description=tool.get("description") or tool.get("title") or "",
-        parameters=tool.get("input_schema") or {"type": "object"},
+        parameters=tool.get("input_schema") or dict(ANY_OBJECT),
         handler=handler,
         family=f"mcp:{connection.id}",
         server_id=connection.id,
@@ -171,7 +173,7 @@ def _server_tool(connection, tool, environ):
 
 def result_text(result):
     """A CallToolResult as the tool message: its text parts joined by a new line; `structuredContent` as JSON
-    text when there is no text; any other part named by its type, e.g. `[image]`."""
+    text when there is no text; any other part named by its type, e.g. `[image]`; at most RESULT_MAX characters."""
     parts = []
     has_text = False
     for block in result.content or []:
@@ -182,7 +184,12 @@ def result_text(result):
             parts.append(f"[{getattr(block, 'type', 'content')}]")
     if not has_text and result.structured_content is not None:
         parts.insert(0, json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    if len(text) > RESULT_MAX:
+        return (
+            f"{text[:RESULT_MAX]}\n[cut: the result had {len(text):,} characters; the first {RESULT_MAX:,} are above]"
+        )
+    return text
 
 
 def _tool_dict(tool):
@@ -191,9 +198,24 @@ def _tool_dict(tool):
         "name": tool.name,
         "title": tool.title or (tool.annotations.title if tool.annotations and tool.annotations.title else "") or "",
         "description": tool.description or "",
-        "input_schema": tool.input_schema or {"type": "object"},
+        "input_schema": _usable_schema(tool.input_schema),
         "annotations": {key: value for key, value in annotations.items() if key in HINTS},
     }
+
+
+def _usable_schema(schema):
+    """The server's input schema when it is a valid JSON Schema of an object, else one that takes any object: a
+    broken schema from a server must not break the gate, nor the model request it is sent in."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return dict(ANY_OBJECT)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:
+        return dict(ANY_OBJECT)
+    return schema
 
 
 async def _list_tools(client):

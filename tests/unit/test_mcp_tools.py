@@ -15,6 +15,7 @@ from engine.tools.mcp import (
     MISSING_SECRET,
     NOT_MCP,
     PROTOCOL,
+    RESULT_MAX,
     TIMEOUT,
     UNREACHABLE,
     McpError,
@@ -206,6 +207,12 @@ def test_two_tools_of_one_server_never_share_a_registry_name(tool_names):
     assert len({registry_name("notes", name) for name in tool_names}) == len(tool_names)
 
 
+ODD_TOOLS = [
+    {"name": "broken", "inputSchema": {"type": "object", "properties": {"a": {"type": "nonsense"}}}},
+    {"name": "huge", "inputSchema": {"type": "object"}},
+]
+
+
 def echoing_server(environ, start_response):
     """A minimal MCP server over JSON responses whose one tool answers with the Authorization header it got."""
     if environ["REQUEST_METHOD"] != "POST":
@@ -222,7 +229,9 @@ def echoing_server(environ, start_response):
             "serverInfo": {"name": "echoing", "version": "1"},
         }
     elif request["method"] == "tools/list":
-        result = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]}
+        result = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}, *ODD_TOOLS]}
+    elif request["params"]["name"] == "huge":
+        result = {"content": [{"type": "text", "text": "x" * (RESULT_MAX + 5)}]}
     else:
         result = {"content": [{"type": "text", "text": f"You sent {environ.get('HTTP_AUTHORIZATION')}"}]}
     start_response("200 OK", [("Content-Type", "application/json")])
@@ -273,3 +282,13 @@ def test_calls_from_several_threads_at_once_each_get_their_own_answer(kinds):
     with ThreadPoolExecutor(max_workers=6) as pool:
         answers = list(pool.map(lambda number: call_tool(kinds, "echo", {"text": f"call {number}"}), range(12)))
     assert answers == [(f"call {number}", False) for number in range(12)]
+
+
+def test_a_broken_input_schema_becomes_any_object_and_a_huge_result_is_cut():
+    with serving(echoing_server) as base_url:
+        connection = ServerConnection("odd", url=base_url + "/mcp", timeout=5)
+        schemas = {tool["name"]: tool["input_schema"] for tool in list_tools(connection)}
+        text, is_error = call_tool(connection, "huge", {})
+    assert schemas["broken"] == {"type": "object"}
+    assert len(text) < RESULT_MAX + 100 and not is_error
+    assert text.endswith(f"[cut: the result had {RESULT_MAX + 5:,} characters; the first {RESULT_MAX:,} are above]")
