@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from types import MappingProxyType
 
+from ..config import LABEL_MAX
 from ..redaction import redact
 from .registry import Tool, ToolError
 
@@ -29,6 +30,8 @@ SEPARATOR = "__"
 NAME_MAX = 64  # the longest function name a model API accepts
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ANY_OBJECT = {"type": "object"}
+TOOLS_MAX = 1_000  # tools kept of one server's list
+TOOL_DESCRIPTION_MAX = 10_000  # characters of a tool's description kept
 RESULT_MAX = 1_000_000  # characters of a tool message; a longer result is cut there, saying so
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 # What MCP says a hint a server leaves out means (the specification's defaults).
@@ -196,8 +199,8 @@ def _tool_dict(tool):
     annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
     return {
         "name": tool.name,
-        "title": tool.title or (tool.annotations.title if tool.annotations and tool.annotations.title else "") or "",
-        "description": tool.description or "",
+        "title": (tool.title or (tool.annotations.title if tool.annotations else "") or "")[:LABEL_MAX],
+        "description": (tool.description or "")[:TOOL_DESCRIPTION_MAX],
         "input_schema": _usable_schema(tool.input_schema),
         "annotations": {key: value for key, value in annotations.items() if key in HINTS},
     }
@@ -224,9 +227,9 @@ async def _list_tools(client):
         page = await client.list_tools(cursor=cursor, cache_mode="refresh")
         tools.extend(_tool_dict(tool) for tool in page.tools)
         cursor = page.next_cursor
-        if cursor is None:
+        if cursor is None or len(tools) >= TOOLS_MAX:
             break
-    return tools
+    return tools[:TOOLS_MAX]
 
 
 async def _call_tool(client, tool_name, arguments):
