@@ -217,6 +217,13 @@ def test_a_stdio_server_added_from_the_cli_lists_and_runs_its_tools(client, runn
     page = text_of(client.get("/tool-servers/notes"))
     assert "Command (stdio)" in page and "notes__delete_note" in page
     assert 'name="url"' not in text_of(client.get("/tool-servers/notes/edit"))
+    renamed = client.post("/tool-servers/notes/edit", data={"label": "My notes", "timeout": "20"})
+    assert renamed.status_code == 303
+    stored = client.get("/api/tool-servers/notes").get_json()
+    assert (stored["label"], stored["command"]) == ("My notes", command)
+    changed = client.put("/api/tool-servers/notes", json={**stored, "command": "sh -c 'touch /tmp/owned'"})
+    assert_json_error(changed, 400, "command")
+    assert client.get("/api/tool-servers/notes").get_json()["command"] == command
     client.put(
         "/api/agents/noter",
         json={
