@@ -7,7 +7,7 @@ command) fetch that list again. The pages, the API and the CLI call this.
 
 import os
 
-from flask import current_app
+from flask import current_app, g
 
 from engine.tools.mcp import MISSING_SECRET, McpError, list_tools
 from store import ValidationError
@@ -19,8 +19,11 @@ SECRET_ENVIRON = "toolgate_secret_environ"
 
 def app_registry(base, key_variables):
     """The app's tool registry: `base` (the built-in and installed tools) plus the cached tools of the stored tool
-    servers, built again only when those change. `key_variables`: the administrator's TOOLGATE_KEY_VARIABLES."""
-    return tool_server_store.registry_with_servers(get_db(), base, secret_environ(key_variables))
+    servers, built again only when those change, and read once per request (the run page asks for each call).
+    `key_variables`: the administrator's TOOLGATE_KEY_VARIABLES."""
+    if "tool_registry" not in g:
+        g.tool_registry = tool_server_store.registry_with_servers(get_db(), base, secret_environ(key_variables))
+    return g.tool_registry
 
 
 def secret_environ(key_variables):
