@@ -12,6 +12,7 @@ from blueprints import (
     api,
     api_cases,
     api_runs,
+    api_tool_servers,
     auth,
     cases,
     compare,
@@ -26,6 +27,7 @@ from blueprints import (
     runs,
     security,
     tokens,
+    tool_servers,
     traces,
 )
 from engine.tools import default_registry
@@ -105,6 +107,7 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(tokens.bp)
     app.register_blueprint(agents.bp)
     app.register_blueprint(providers.bp)
+    app.register_blueprint(tool_servers.bp)
     app.register_blueprint(api.bp)
     csrf.exempt(api.bp)  # JSON only: a browser cannot send it cross-site without a CORS preflight
     app.register_blueprint(runs.bp)
@@ -117,6 +120,8 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(compare.bp)
     app.register_blueprint(api_cases.bp)
     csrf.exempt(api_cases.bp)  # JSON only, like the agents API
+    app.register_blueprint(api_tool_servers.bp)
+    csrf.exempt(api_tool_servers.bp)  # JSON only, like the agents API
     app.register_blueprint(proxy.bp)
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
     register_error_handlers(app)

@@ -27,14 +27,16 @@ from engine.types import AWAITING_APPROVAL
 from services import cases as case_service
 from services import demo, run_texts
 from services import runs as run_service
-from services.settings import is_loopback, login_enabled, run_options, tool_registry
+from services import tool_servers as tool_server_service
+from services.settings import configured_names, is_loopback, login_enabled, run_options, tool_registry
 from services.tracing import traced
-from store import NotFound, RevisionConflict, ValidationError, migrations
+from store import NotFound, RevisionConflict, ValidationError, migrations, row_exists
 from store import agents as agent_store
 from store import cases as case_store
 from store import db as store_db
 from store import documents as document_store
 from store import runs as run_store
+from store import tool_servers as tool_server_store
 from store.db import get_db
 
 # What XML 1.0 cannot hold: every character but tab, line feed, carriage return and the rest of Unicode outside
@@ -513,6 +515,55 @@ def hash_password_command(password):
     click.echo(generate_password_hash(password))
 
 
+@click.command("add-tool-server")
+@with_appcontext
+@click.argument("server_id", type=TEXT)
+@click.option("--url", default="", type=TEXT, help="A streamable-HTTP MCP server, e.g. http://127.0.0.1:8765/mcp.")
+@click.option("--command", "command", default="", type=TEXT, help="A local MCP server to start, spoken to over stdio.")
+@click.option("--label", default=None, type=TEXT, help="The name shown on the pages (default: the id).")
+@click.option("--headers", "headers_text", default="{}", type=TEXT, help="Extra headers as JSON (with --url).")
+@click.option("--timeout", default=30.0, type=float, help="Seconds one call may take, connecting included.")
+@click.option("--replace", is_flag=True, help="Replace a server with this id.")
+def add_tool_server_command(server_id, url, command, label, headers_text, timeout, replace):
+    """Add an MCP tool server: connects, lists its tools and stores both. Only here may a server be a command."""
+    try:
+        headers = json.loads(headers_text)
+    except json.JSONDecodeError as error:
+        raise BadInput(f"--headers is not valid JSON: {error}") from None
+    data = {"id": server_id, "label": label or server_id, "url": url, "command": command, "headers": headers}
+    db = get_db()
+    try:
+        server = tool_server_service.save_tool_server(
+            db,
+            {**data, "timeout": timeout},
+            create=not (replace and row_exists(db, "tool_servers", server_id)),
+            key_variables=configured_names("KEY_VARIABLES"),
+            allow_command=True,
+        )
+    except ValidationError as error:
+        details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())
+        raise BadInput(f"The tool server was not added:\n{details}") from None
+    names = ", ".join(tool["name"] for tool in server["tools"]) or "none"
+    click.echo(f'Added the tool server "{server["id"]}" with {len(server["tools"])} tool(s): {names}.')
+
+
+@click.command("refresh-tool-servers")
+@with_appcontext
+def refresh_tool_servers_command():
+    """List every tool server's tools again and keep them; a server that fails keeps the list it had."""
+    db = get_db()
+    failed = 0
+    for server in tool_server_store.list_tool_servers(db):
+        refreshed, error = tool_server_service.connect(db, server["id"], configured_names("KEY_VARIABLES"))
+        if error:
+            failed += 1
+            click.echo(f"{server['id']}: not refreshed: {error}.")
+        else:
+            click.echo(f"{server['id']}: {len(refreshed['tools'])} tool(s).")
+    if failed:
+        sys.exit(1)
+
+
 def register(app):
     for command in (
         init_db_command,
@@ -528,5 +579,7 @@ def register(app):
         prune_runs_command,
         check_host_command,
         hash_password_command,
+        add_tool_server_command,
+        refresh_tool_servers_command,
     ):
         app.cli.add_command(command)

@@ -1,6 +1,6 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, engine_loop, gate_scaling, history, import_time, proxy, tracing, web
+from . import concurrency, engine_loop, gate_scaling, history, import_time, mcp, proxy, tracing, web
 
 for report in (
     engine_loop.report,
@@ -11,6 +11,7 @@ for report in (
     history.report,
     proxy.report,
     tracing.report,
+    mcp.report,
 ):
     report()
     print()

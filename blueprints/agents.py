@@ -9,7 +9,7 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import confirm_delete, done, forms, get_or_404
+from blueprints import confirm_delete, done, forms, get_or_404, tool_hints
 from blueprints.client_tool_forms import client_tool_edit, posted_client_tools
 from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, TOOL_NAME_PATTERN, ValidationError, machine_name
@@ -18,6 +18,7 @@ from store import RevisionConflict
 from store import agents as agent_store
 from store import cases as case_store
 from store import providers as provider_store
+from store import tool_servers as tool_server_store
 from store.db import get_db
 
 bp = Blueprint("agents", __name__)
@@ -30,25 +31,50 @@ def _provider_choices(db):
 
 
 def _agent_form(db, agent=None, client_tools=None):
-    return forms.agent_form(
-        tool_registry().parameters_by_name(), _provider_choices(db), agent=agent, client_tools=client_tools
-    )
+    tools = tool_hints.form_tools(tool_registry(), agent, request.form)
+    return forms.agent_form(tools, _provider_choices(db), agent=agent, client_tools=client_tools)
 
 
-def _render_form(form, agent=None, status=200, form_errors=(), conflict=None, client_tool_notice=""):
+def _render_form(form, agent=None, status=200, form_errors=(), conflict=None, client_tool_notice="", **hints):
+    """`hints`: hint_notice and hint_marks ({tool: settings}) for the tool servers' tools; the marks default to
+    those posted, or on a GET to the stored ones."""
+    registry = tool_registry()
+    servers = tool_server_store.list_tool_servers(get_db())
+    if "hint_marks" not in hints:
+        stored = request.method == "GET" and agent is not None
+        hints["hint_marks"] = (
+            tool_server_store.hint_marks(get_db(), agent["id"]) if stored else tool_hints.posted_marks(request.form)
+        )
     return (
         render_template(
             "agents/form.html",
             form=form,
             agent=agent,
-            tools=tool_registry(),
+            tools=registry,
+            tool_groups=tool_hints.tool_groups(form.tool_names, registry, servers),
+            proposals=tool_hints.proposal_words,
             form_errors=form_errors,
             conflict=conflict,
             derived_machine_name=machine_name(form.label.data or ""),
             client_tool_notice=client_tool_notice,
+            **hints,
         ),
         status,
     )
+
+
+def _accept_hints_page(db, agent):
+    """The form again with one tool server tool's proposed settings filled in, nothing saved; None unless its
+    Accept button was pressed."""
+    tool_name = request.form.get(tool_hints.ACCEPT)
+    if tool_name is None:
+        return None
+    form = _agent_form(db, client_tools=posted_client_tools(request.form))
+    marks = tool_hints.posted_marks(request.form)
+    notice = tool_hints.accept(form, tool_name, tool_registry(), marks)
+    if notice is None:
+        abort(400)
+    return _render_form(form, agent=agent, hint_notice=notice, hint_marks=marks)
 
 
 def _client_tool_edit_page(db, agent):
@@ -74,11 +100,14 @@ def _submit(db, form, agent_id, create):
         if form.errors:
             agent_store.validate(db, data, tool_registry().parameters_by_name())
             return None, {}, None
-        return agent_store.save_agent(db, data, tool_registry().parameters_by_name(), create=create), {}, None
+        saved = agent_store.save_agent(db, data, tool_registry().parameters_by_name(), create=create)
     except ValidationError as error:
         return None, error.errors, None
     except RevisionConflict as conflict:
         return None, {}, conflict
+    marks = tool_hints.kept_marks(tool_hints.posted_marks(request.form), saved, tool_registry())
+    tool_server_store.save_hint_marks(db, saved["id"], marks)
+    return saved, {}, None
 
 
 @bp.get("/")
@@ -92,7 +121,7 @@ def new_agent():
     db = get_db()
     if request.method == "GET":
         return _render_form(_agent_form(db, agent={**AGENT_DEFAULTS, "id": ""}))
-    edited = _client_tool_edit_page(db, None)
+    edited = _client_tool_edit_page(db, None) or _accept_hints_page(db, None)
     if edited:
         return edited
     form = _agent_form(db, client_tools=posted_client_tools(request.form))
@@ -122,12 +151,15 @@ def machine_name_field():
 def view_agent(agent_id):
     db = get_db()
     agent = get_or_404(agent_store.get_agent, db, agent_id)
+    registry = tool_registry()
     return render_template(
         "agents/view.html",
         agent=agent,
         cases=case_store.list_cases(db, agent_id),
         check_cases_form=forms.DeleteForm(),
-        tools={tool.name: tool for tool in tool_registry()},
+        tools={tool.name: tool for tool in registry},
+        vanished=registry.vanished_names(),
+        hint_marks=tool_hints.kept_marks(tool_server_store.hint_marks(db, agent_id), agent, registry),
         script_json=json.dumps(agent["script"], indent=2, ensure_ascii=False),
         parallel_tool_calls_labels=forms.PARALLEL_TOOL_CALLS_LABELS,
         default_max_rounds_message=texts.MAX_ROUNDS,
@@ -140,7 +172,7 @@ def edit_agent(agent_id):
     agent = get_or_404(agent_store.get_agent, db, agent_id)
     if request.method == "GET":
         return _render_form(_agent_form(db, agent=agent), agent=agent)
-    edited = _client_tool_edit_page(db, agent)
+    edited = _client_tool_edit_page(db, agent) or _accept_hints_page(db, agent)
     if edited:
         return edited
     form = _agent_form(db, client_tools=posted_client_tools(request.form))

@@ -6,12 +6,14 @@ import os
 
 from flask import current_app
 
+from services import tool_servers as tool_server_service
 from store import providers as provider_store
 
 
 def tool_registry():
-    """The app's tool registry, built in create_app (tests inject their own)."""
-    return current_app.config["TOOL_REGISTRY"]
+    """The app's tool registry: the one built in create_app (tests inject their own), plus the stored tool servers'
+    cached tools (services.tool_servers)."""
+    return tool_server_service.app_registry(current_app.config["TOOL_REGISTRY"], configured_names("KEY_VARIABLES"))
 
 
 def configured_names(name):

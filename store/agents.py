@@ -163,4 +163,5 @@ def delete_agent(db, agent_id, revision=None):
         if revision is not None and revision != current[0]["revision"]:
             raise RevisionConflict(agent_id, current[0]["revision"], revision)
         db["agent_tools"].delete_where("agent_id = ?", [agent_id])
+        db.execute("DELETE FROM agent_tool_hints WHERE agent_id = ?", [agent_id])
         db["agents"].delete(agent_id)

@@ -298,6 +298,33 @@ def _create_login_failures(db):
     db["login_failures"].create_index(["failed_at"])
 
 
+@migrations(name="0065_create_tool_servers")
+def _create_tool_servers(db):
+    # MCP servers (store/tool_servers.py): a URL or a command (exactly one is set), the headers as JSON (secrets only
+    # as the names of environment variables), and the server's tool list as last fetched, with the names it lost.
+    db["tool_servers"].create(
+        {
+            "id": str,
+            "label": str,
+            "url": str,
+            "command": str,
+            "headers": str,
+            "timeout": float,
+            "tools": str,
+            "vanished": str,
+            "refreshed_at": str,
+        },
+        pk="id",
+        not_null={"label", "url", "command", "headers", "timeout", "tools", "vanished"},
+        defaults={"url": "", "command": "", "headers": "{}", "timeout": 30.0, "tools": "[]", "vanished": "[]"},
+    )
+    # Which of an agent's tool settings a person accepted as proposed from the tool's hints (a JSON list of keys),
+    # for the agent's page to mark; rows whose setting has since changed are ignored when read.
+    db["agent_tool_hints"].create(
+        {"agent_id": str, "tool_name": str, "settings": str}, pk=("agent_id", "tool_name"), not_null={"settings"}
+    )
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

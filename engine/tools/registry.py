@@ -45,10 +45,14 @@ class Tool:
 
 
 class ToolRegistry:
-    def __init__(self, tools=()):
+    """Tools by name. `vanished` names tools a tool server listed once and no longer does: agents that enable one
+    stay valid, the model is not offered it, and the gate answers a call of it `unknown_tool`."""
+
+    def __init__(self, tools=(), vanished=()):
         self._tools = {}
         for tool in tools:
             self.add(tool)
+        self._vanished = tuple(name for name in dict.fromkeys(vanished) if name not in self._tools)
 
     def add(self, tool):
         if not isinstance(tool, Tool):
@@ -63,13 +67,20 @@ class ToolRegistry:
     def names(self):
         return list(self._tools)
 
+    def vanished_names(self):
+        return list(self._vanished)
+
     def parameters_by_name(self):
-        """{tool name: JSON Schema of its arguments}: what agent validation checks tool settings against."""
-        return {name: tool.parameters for name, tool in self._tools.items()}
+        """{tool name: JSON Schema of its arguments}: what agent validation checks tool settings against; a vanished
+        tool's schema is None (unknown)."""
+        return {**{name: tool.parameters for name, tool in self._tools.items()}, **dict.fromkeys(self._vanished)}
 
     def schemas_for_model(self, tool_settings):
-        """The `tools` of a model request: one entry per tool in `tool_settings` (name -> ToolSettings)."""
-        return [self.get(name).schema_for_model(settings) for name, settings in tool_settings.items()]
+        """The `tools` of a model request: one entry per tool in `tool_settings` (name -> ToolSettings) that the
+        registry has; a vanished tool is not offered."""
+        return [
+            self._tools[name].schema_for_model(settings) for name, settings in tool_settings.items() if name in self
+        ]
 
     def __contains__(self, name):
         return name in self._tools

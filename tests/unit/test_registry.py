@@ -79,3 +79,28 @@ def test_entry_point_tool_named_like_a_builtin_is_an_error_not_an_override(monke
     with pytest.raises(ToolRegistryError) as raised:
         build_registry()
     assert str(raised.value) == 'Two tools are named "list_bundles"; tool names must be unique.'
+
+
+def test_a_vanished_tool_keeps_an_agent_valid_is_not_offered_and_its_call_is_unknown():
+    from engine import run_agent
+
+    registry = ToolRegistry([make_tool("notes__list")], vanished=["notes__delete", "notes__list"])
+    agent = {
+        "id": "keeper",
+        "label": "Keeper",
+        "tools": {"notes__list": {}, "notes__delete": {}},
+        "script": [
+            {"tool_calls": [{"name": "notes__delete", "arguments": {}}, {"name": "notes__list", "arguments": {}}]},
+            {"content": "Done."},
+        ],
+    }
+
+    run = run_agent(agent, "Tidy up.", registry=registry)
+
+    assert registry.vanished_names() == ["notes__delete"]  # a name the registry has is not vanished
+    assert registry.parameters_by_name() == {"notes__list": {"type": "object"}, "notes__delete": None}
+    assert run["rounds"][0]["tools_offered"] == ["notes__list"]
+    assert [(call["status"], call["reason"]) for call in run["rounds"][0]["calls"]] == [
+        ("rejected", "unknown_tool"),
+        ("executed", None),
+    ]
