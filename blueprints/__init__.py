@@ -12,7 +12,7 @@ from flask_wtf.csrf import CSRFError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from blueprints.forms import DeleteForm, apply_errors
+from blueprints.forms.fields import ButtonForm, apply_errors
 from engine.proxy import chat_completions
 from store import NotFound, ValidationError
 from store.history import ID_MAX
@@ -52,7 +52,7 @@ def save_posted(form, save, *args):
 def confirm_delete(template, delete, message, endpoint, **context):
     """A delete page: GET asks for confirmation; a POST with the form's token calls `delete()`, then goes on to
     `endpoint` saying `message`."""
-    form = DeleteForm()
+    form = ButtonForm()
     if form.validate_on_submit():
         try:
             delete()

@@ -9,8 +9,11 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import confirm_delete, done, forms, get_or_404, tool_hints
-from blueprints.client_tool_forms import client_tool_edit, posted_client_tools
+from blueprints import confirm_delete, done, get_or_404, tool_hints
+from blueprints.forms.agents import agent_form, agent_form_class
+from blueprints.forms.client_tools import client_tool_edit, posted_client_tools
+from blueprints.forms.fields import ButtonForm, apply_errors
+from blueprints.forms.request_settings import PARALLEL_TOOL_CALLS_LABELS
 from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, TOOL_NAME_PATTERN, ValidationError, machine_name
 from services.settings import tool_registry
@@ -32,7 +35,7 @@ def _provider_choices(db):
 
 def _agent_form(db, agent=None, client_tools=None):
     tools = tool_hints.form_tools(tool_registry(), agent, request.form)
-    return forms.agent_form(tools, _provider_choices(db), agent=agent, client_tools=client_tools)
+    return agent_form(tools, _provider_choices(db), agent=agent, client_tools=client_tools)
 
 
 def _render_form(form, agent=None, status=200, form_errors=(), conflict=None, client_tool_notice="", **hints):
@@ -129,7 +132,7 @@ def new_agent():
     agent, errors, _conflict = _submit(db, form, agent_id, create=True)
     if agent:
         return done(f'Created the agent "{agent["label"]}".', "agents.view_agent", agent_id=agent["id"])
-    return _render_form(form, status=400, form_errors=forms.apply_errors(form, errors))
+    return _render_form(form, status=400, form_errors=apply_errors(form, errors))
 
 
 @bp.get("/agents/new/machine-name")
@@ -143,7 +146,7 @@ def machine_name_field():
         derived, value = derived_before, current
     else:
         value = derived
-    form = forms.agent_form_class({})(data={"id": value}, meta={"csrf": False})
+    form = agent_form_class({})(data={"id": value}, meta={"csrf": False})
     return render_template("agents/_machine_name_field.html", form=form, derived_machine_name=derived)
 
 
@@ -156,12 +159,12 @@ def view_agent(agent_id):
         "agents/view.html",
         agent=agent,
         cases=case_store.list_cases(db, agent_id),
-        check_cases_form=forms.DeleteForm(),
+        check_cases_form=ButtonForm(),
         tools={tool.name: tool for tool in registry},
         vanished=registry.vanished_names(),
         hint_marks=tool_hints.kept_marks(tool_server_store.hint_marks(db, agent_id), agent, registry),
         script_json=json.dumps(agent["script"], indent=2, ensure_ascii=False),
-        parallel_tool_calls_labels=forms.PARALLEL_TOOL_CALLS_LABELS,
+        parallel_tool_calls_labels=PARALLEL_TOOL_CALLS_LABELS,
         default_max_rounds_message=texts.MAX_ROUNDS,
     )
 
@@ -184,7 +187,7 @@ def edit_agent(agent_id):
         # Keep the user's input; the next save, made knowing this, goes over the current revision.
         form.revision.data = str(conflict.current_revision)
         return _render_form(form, agent=agent, status=409, conflict=conflict)
-    return _render_form(form, agent=agent, status=400, form_errors=forms.apply_errors(form, errors))
+    return _render_form(form, agent=agent, status=400, form_errors=apply_errors(form, errors))
 
 
 @bp.route("/agents/<agent_id>/delete", methods=["GET", "POST"])
@@ -235,7 +238,7 @@ def _tool_form_from_query(tool_name):
     tools = tool_registry().parameters_by_name()
     if tool_name not in tools:
         abort(404)
-    form = forms.agent_form_class({tool_name: tools[tool_name]})(formdata=request.args, meta={"csrf": False})
+    form = agent_form_class({tool_name: tools[tool_name]})(formdata=request.args, meta={"csrf": False})
     return form.tools[tool_name]
 
 
@@ -243,7 +246,7 @@ def _client_tool_form_from_query(tool_name, arguments=()):
     """One client tool's settings sub-form, bound to the query string an htmx reveal sends."""
     if not TOOL_NAME_PATTERN.match(tool_name):
         abort(404)
-    form_class = forms.agent_form_class({}, {tool_name: list(arguments)})
+    form_class = agent_form_class({}, {tool_name: list(arguments)})
     return form_class(formdata=request.args, meta={"csrf": False}).client_tools[tool_name]
 
 

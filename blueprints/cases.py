@@ -9,7 +9,8 @@ import json
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from blueprints import done, get_or_404
-from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, case_form
+from blueprints.forms.cases import SaveCaseForm, case_form
+from blueprints.forms.fields import ButtonForm, apply_errors
 from engine.cases import expectation_key, expectation_values, replay_refusal
 from services import cases as case_service
 from services.settings import tool_registry
@@ -28,7 +29,7 @@ def case_helpers():
 
 
 def _require_token():
-    if not DeleteForm().validate_on_submit():
+    if not ButtonForm().validate_on_submit():
         abort(400)
 
 
@@ -55,7 +56,7 @@ def _render_case(db, case, form, status=200, form_errors=()):
             case=case,
             form=form,
             form_errors=form_errors,
-            check_form=DeleteForm(),
+            check_form=ButtonForm(),
             agent_exists=agent_store.agent_exists(db, case["agent_id"]),
             script_json=json.dumps(case["script"], indent=2, ensure_ascii=False),
         ),
@@ -111,7 +112,7 @@ def check_agent_cases(agent_id):
 def delete_case(case_id):
     db = get_db()
     case = get_or_404(case_store.get_case, db, case_id)
-    form = DeleteForm()
+    form = ButtonForm()
     if form.validate_on_submit():
         try:
             case_store.delete_case(db, case_id)

@@ -4,7 +4,8 @@ the list page is the engine's own retrieval query, so it finds what an agent wou
 
 from flask import Blueprint, render_template, request
 
-from blueprints import confirm_delete, done, forms, get_or_404, save_posted
+from blueprints import confirm_delete, done, get_or_404, save_posted
+from blueprints.forms.documents import DocumentForm
 from engine.config import machine_name
 from store import documents as document_store
 from store.db import get_db
@@ -40,7 +41,7 @@ def list_documents():
 
 @bp.route("/documents/new", methods=["GET", "POST"])
 def new_document():
-    form = forms.DocumentForm()
+    form = DocumentForm()
     if request.method == "GET":
         return _render_form(form)
     doc_id = (form.id.data or "").strip() or _document_id(form.title.data or "")
@@ -60,8 +61,8 @@ def edit_document(doc_id):
     db = get_db()
     document = get_or_404(document_store.get_document, db, doc_id)
     if request.method == "GET":
-        return _render_form(forms.DocumentForm(data=document), document=document)
-    form = forms.DocumentForm()
+        return _render_form(DocumentForm(data=document), document=document)
+    form = DocumentForm()
     saved, form_errors = save_posted(form, document_store.update_document, db, doc_id, form.document_data(doc_id))
     if saved is None:
         return _render_form(form, document=document, status=400, form_errors=form_errors)

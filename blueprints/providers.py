@@ -4,7 +4,9 @@ variable a connection names; it is never stored nor shown, the page only says wh
 
 from flask import Blueprint, abort, current_app, render_template, request
 
-from blueprints import done, forms, get_or_404, save_posted
+from blueprints import done, get_or_404, save_posted
+from blueprints.forms.fields import ButtonForm
+from blueprints.forms.providers import ProviderForm, provider_to_form_data
 from engine.config import machine_name
 from engine.providers import ProviderError, check_connection
 from services.settings import configured_names
@@ -33,7 +35,7 @@ def _render_form(form, provider=None, status=200, form_errors=(), check=None):
             form=form,
             provider=provider,
             form_errors=form_errors,
-            check_form=forms.DeleteForm(),
+            check_form=ButtonForm(),
             check=check,
         ),
         status,
@@ -42,7 +44,7 @@ def _render_form(form, provider=None, status=200, form_errors=(), check=None):
 
 @bp.route("/providers/new", methods=["GET", "POST"])
 def new_provider():
-    form = forms.ProviderForm()
+    form = ProviderForm()
     if request.method == "GET":
         return _render_form(form)
     provider_id = (form.id.data or "").strip() or machine_name(form.label.data or "")
@@ -59,9 +61,9 @@ def edit_provider(provider_id):
     db = get_db()
     provider = get_or_404(provider_store.get_provider, db, provider_id)
     if request.method == "GET":
-        form = forms.ProviderForm(data=forms.provider_to_form_data(provider))
+        form = ProviderForm(data=provider_to_form_data(provider))
         return _render_form(form, provider=provider)
-    form = forms.ProviderForm()
+    form = ProviderForm()
     data = form.provider_data(provider_id)
     key_variables = configured_names("KEY_VARIABLES")
     saved, form_errors = save_posted(form, provider_store.update_provider, db, provider_id, data, key_variables)
@@ -73,7 +75,7 @@ def edit_provider(provider_id):
 @bp.post("/providers/<provider_id>/test")
 def check_provider(provider_id):
     provider = get_or_404(provider_store.get_provider, get_db(), provider_id)
-    if not forms.DeleteForm().validate_on_submit():
+    if not ButtonForm().validate_on_submit():
         abort(400)
     try:
         response, latency_ms = check_connection(
@@ -87,7 +89,7 @@ def check_provider(provider_id):
         check = {"answer": response.content or "(no text)", "latency_ms": latency_ms, "usage": response.usage}
     if request.headers.get("HX-Request") == "true":
         return render_template("providers/_connection_check.html", check=check)
-    form = forms.ProviderForm(data=forms.provider_to_form_data(provider))
+    form = ProviderForm(data=provider_to_form_data(provider))
     return _render_form(form, provider=provider, check=check)
 
 
@@ -97,7 +99,7 @@ def delete_provider(provider_id):
     deleted: the page names the agents, and a POST answers 409."""
     db = get_db()
     provider = get_or_404(provider_store.get_provider, db, provider_id)
-    form = forms.DeleteForm()
+    form = ButtonForm()
     users = agent_store.agents_using_provider(db, provider_id)
     if form.validate_on_submit() and not users:
         try:

@@ -14,7 +14,9 @@ import time
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
 from blueprints import get_or_404, keyset_ids_or_400, list_filters
-from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
+from blueprints.forms.cases import SaveCaseForm
+from blueprints.forms.fields import ButtonForm, apply_errors
+from blueprints.forms.runs import run_form
 from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
 from engine.proxy.recording import PROXY_SOURCE
@@ -82,7 +84,7 @@ def render_run(run, status=200, **context):
         "runs/show.html",
         run=run,
         agent_exists=agent_store.agent_exists(db, run["agent_id"]),
-        again_form=DeleteForm(),
+        again_form=ButtonForm(),
         save_case_form=SaveCaseForm(),
         next_hop=next_hop_for(run),
         **context,
@@ -215,7 +217,7 @@ def run_again(run_id):
     """Run again with the same message and overrides, against the agent as it is stored now."""
     db = get_db()
     previous = get_or_404(run_store.get_run, db, run_id)
-    form = DeleteForm()
+    form = ButtonForm()
     if not form.validate_on_submit():
         abort(400)
     if previous.get("source") == PROXY_SOURCE:

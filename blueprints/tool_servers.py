@@ -8,8 +8,8 @@ from functools import partial
 from flask import Blueprint, abort, render_template, request
 
 from blueprints import done, get_or_404, save_posted
-from blueprints.forms import DeleteForm
-from blueprints.tool_server_forms import ToolServerForm, server_to_form_data
+from blueprints.forms.fields import ButtonForm
+from blueprints.forms.tool_servers import ToolServerForm, server_to_form_data
 from engine.config import machine_name
 from engine.tools.mcp import SEPARATOR, McpTool, registry_name
 from services import tool_servers as tool_server_service
@@ -83,7 +83,7 @@ def _render_server(server, error=None, status=200):
             server=server,
             tools=tools,
             error=error,
-            connect_form=DeleteForm(),
+            connect_form=ButtonForm(),
             refresh_note=REFRESH_NOTE,
         ),
         status,
@@ -95,7 +95,7 @@ def connect_tool_server(server_id):
     """Connect: list the server's tools again and cache them; the page shows them, or what went wrong."""
     db = get_db()
     get_or_404(tool_server_store.get_tool_server, db, server_id)
-    if not DeleteForm().validate_on_submit():
+    if not ButtonForm().validate_on_submit():
         abort(400)
     server, error = tool_server_service.connect(db, server_id, configured_names("KEY_VARIABLES"))
     return _render_server(server, error=str(error) if error else None, status=200)
@@ -120,7 +120,7 @@ def delete_tool_server(server_id):
     the agents, and a POST answers 409."""
     db = get_db()
     server = get_or_404(tool_server_store.get_tool_server, db, server_id)
-    form = DeleteForm()
+    form = ButtonForm()
     users = tool_server_store.agents_using_server(db, server_id)
     if form.validate_on_submit() and not users:
         try:
