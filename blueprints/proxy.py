@@ -13,6 +13,7 @@ from flask import Blueprint, Response, jsonify, request, url_for
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
+from engine.proxy import messages as messages_api
 from engine.proxy.stream import pieces_of
 from services import proxy as proxy_service
 from services.settings import run_options
@@ -74,6 +75,11 @@ def answer_in(api, agent_id):
 @bp.post("/chat/completions")
 def chat_completions(agent_id):
     return answer_in(chat_completions_api, agent_id)
+
+
+@bp.post("/messages")
+def messages(agent_id):
+    return answer_in(messages_api, agent_id)
 
 
 @bp.get("/models")
