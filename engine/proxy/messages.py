@@ -28,8 +28,9 @@ ERROR_PREFIX = "Error: "
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 NOT_TEXT_BLOCKS = ("image", "document", "search_result", "container_upload")
 TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
-# A chat completion's finish reason as a message's stop reason; a message with tool calls stops for `tool_use`.
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "content_filter": "refusal", "tool_calls": "tool_use"}
+# A chat completion's finish reason as a message's stop reason. A message stops for `tool_use` when it has
+# tool_use blocks, whatever the finish reason said; without them, anything else ends the turn.
+STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
 # Anthropic's error types by status; any other 5xx is an `api_error`, any other 4xx an `invalid_request_error`.
 ERROR_TYPES = {
     401: "authentication_error",
@@ -153,7 +154,7 @@ def _messages(messages):
             raise ValidationError({f"{where}.role": "must be user or assistant"})
         if isinstance(content, str):
             chat.append({"role": role, "content": content})
-        elif not isinstance(content, list) or not content:
+        elif not isinstance(content, list) or not (content or role == "assistant"):
             raise ValidationError({f"{where}.content": "must be a string or a non-empty list of content blocks"})
         elif role == "assistant":
             chat.append(_assistant(content, where))
