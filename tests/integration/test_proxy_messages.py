@@ -321,17 +321,24 @@ def test_a_bad_body_is_a_400_in_anthropics_shape_naming_the_field(app, client, b
 
 def test_errors_outside_the_route_come_in_anthropics_shape_under_messages_and_openais_elsewhere(app, client):
     put_agent(client, script=[{"content": "Hi"}])
+    app.config["MAX_CONTENT_LENGTH"] = 4096
     with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
         unknown_agent = http.post("/proxy/nobody/v1/messages", json={**ASK, "messages": [USER]})
         not_json = http.post("/proxy/canvas/v1/messages", content=b"{}", headers={"Content-Type": "text/plain"})
         not_served = http.post("/proxy/canvas/v1/messages/count_tokens", json={"messages": [USER]})
+        too_large = http.post("/proxy/canvas/v1/messages", json={**ASK, "messages": [{**USER, "content": "x" * 5000}]})
+        other_host = http.post(
+            "/proxy/canvas/v1/messages", json={**ASK, "messages": [USER]}, headers={"Host": "a.example"}
+        )
         chat = http.get("/proxy/canvas/v1/embeddings")
 
     expected = [(unknown_agent, 404, "not_found_error"), (not_json, 415, "invalid_request_error")]
-    expected.append((not_served, 404, "not_found_error"))
+    expected += [(not_served, 404, "not_found_error"), (too_large, 413, "request_too_large")]
+    expected.append((other_host, 400, "invalid_request_error"))
     for response, status, error_type in expected:
         assert response.status_code == status and response.json()["type"] == "error"
         assert response.json()["error"]["type"] == error_type and response.json()["error"]["message"]
+    assert "TOOLGATE_ALLOWED_HOSTS" in other_host.json()["error"]["message"]
     assert set(chat.json()["error"]) == {"message", "type", "param", "code"}
 
 
