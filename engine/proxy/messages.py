@@ -112,13 +112,11 @@ def _text_of_blocks(blocks, where, what):
         return blocks
     if not isinstance(blocks, list):
         raise ValidationError({where: f"must be a string or a list of text blocks ({what})"})
-    texts = []
-    for index, block in enumerate(blocks):
-        texts.append(_text_block(block, f"{where}[{index}]"))
-    return "\n\n".join(texts)
+    return "\n\n".join(_text_block(block, f"{where}[{index}]") for index, block in enumerate(blocks))
 
 
-def _text_block(block, where):
+def _text_block(block, where, kinds="text"):
+    """A text block's text; `kinds`: the blocks that may stand where it is, for the message refusing another."""
     if not isinstance(block, dict):
         raise ValidationError({where: "must be a content block: an object with a `type`"})
     kind = block.get("type")
@@ -127,7 +125,7 @@ def _text_block(block, where):
             {where: f"{kind} blocks cannot be sent: the agent's upstream (Chat Completions) takes text"}
         )
     if kind != "text":
-        raise ValidationError({f"{where}.type": 'must be "text" here'})
+        raise ValidationError({f"{where}.type": f"must be {kinds} here"})
     text = block.get("text")
     if not isinstance(text, str):
         raise ValidationError({f"{where}.text": "is required: a string"})
@@ -174,7 +172,7 @@ def _assistant(blocks, where):
         if kind == "tool_result":
             raise ValidationError({block_where: "tool_result blocks belong in user messages"})
         if kind != "tool_use":
-            texts.append(_text_block(block, block_where))
+            texts.append(_text_block(block, block_where, "text or tool_use"))
             continue
         call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
         if not isinstance(call_id, str) or not call_id:
@@ -203,7 +201,7 @@ def _user(blocks, where):
         if kind == "tool_result":
             results.append(_tool_message(block, block_where))
         else:
-            parts.append({"type": "text", "text": _text_block(block, block_where)})
+            parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
     return [*results, *([{"role": "user", "content": parts}] if parts else [])]
 
 
@@ -211,7 +209,8 @@ def _tool_message(block, where):
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str) or not call_id:
         raise ValidationError({f"{where}.tool_use_id": "is required: the id of the tool_use it answers"})
-    text = _text_of_blocks(block.get("content", ""), f"{where}.content", "the tool's result")
+    content = block.get("content")
+    text = "" if content is None else _text_of_blocks(content, f"{where}.content", "the tool's result")
     is_error = _flag(block.get("is_error", False), f"{where}.is_error")
     if is_error and not text.startswith(ERROR_PREFIX):
         text = ERROR_PREFIX + text
