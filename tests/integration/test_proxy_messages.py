@@ -56,10 +56,11 @@ def anthropic_client(app, agent_id="canvas"):
         yield anthropic.Anthropic(base_url=f"{base_url}/proxy/{agent_id}", api_key="any key", max_retries=0)
 
 
-def ask(sdk, way, **params):
+def ask(sdk, client, way, **params):
     """(the message the client reads, the events it read when it streamed, the id of the run recorded), the way a
     client asks: `messages.create`, `messages.stream` (its final message), or `stream=True` (the raw events, read
-    into a message here as a client would)."""
+    into a message here as a client would). A non-streamed answer names its run in X-Toolgate-Run; a streamed one's
+    is the agent's newest run (a live stream starts before its run is recorded)."""
     params = {**ASK, **params}
     if way == "create":
         raw = sdk.messages.with_raw_response.create(**params)
@@ -67,10 +68,11 @@ def ask(sdk, way, **params):
     if way == "stream":
         with sdk.messages.stream(**params) as stream:
             events = list(stream)
-            return stream.get_final_message(), events, int(stream.response.headers["X-Toolgate-Run"])
-    raw = sdk.messages.with_raw_response.create(stream=True, **params)
-    events = list(raw.parse())
-    return message_from(events), events, int(raw.headers["X-Toolgate-Run"])
+            message = stream.get_final_message()
+    else:
+        events = list(sdk.messages.create(stream=True, **params))
+        message = message_from(events)
+    return message, events, client.get("/api/runs?agent=canvas").json["runs"][0]["id"]
 
 
 def message_from(events):
@@ -109,7 +111,7 @@ def results_of(message, output=lambda block: f"uuid-of-{block.id}"):
 def test_a_restricted_tool_called_twice_reaches_the_client_as_one_tool_use_after_one_hidden_re_ask(app, client, way):
     put_agent(client, script=[TWO_PLACEMENTS, ONE_PLACEMENT, {"content": "Placed."}])
     with anthropic_client(app) as sdk:
-        message, events, run_id = ask(sdk, way, messages=[USER])
+        message, events, run_id = ask(sdk, client, way, messages=[USER])
 
     assert tool_uses(message.content) == [("hero", "place_components", {"component": "hero"})]
     assert message.stop_reason == "tool_use" and message.role == "assistant" and message.id.startswith("msg_")
@@ -147,7 +149,7 @@ def test_three_requests_of_one_conversation_are_one_run_with_the_clients_results
     messages, run_ids = [USER], []
     with anthropic_client(app) as sdk:
         for _ in range(3):
-            message, _, run_id = ask(sdk, way, messages=messages)
+            message, _, run_id = ask(sdk, client, way, messages=messages)
             run_ids.append(run_id)
             messages += [{"role": "assistant", "content": message.content}]
             if message.stop_reason == "tool_use":
