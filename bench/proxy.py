@@ -95,10 +95,10 @@ def instant_upstream(environ, start_response):
 
 
 @contextmanager
-def serving_upstream():
+def serving_upstream(wsgi_app=instant_upstream):
     """The upstream on waitress, which keeps connections open from request to request as model servers do (werkzeug's
     server closes each one, so every request would pay for a new connection and a new thread)."""
-    server = create_server(instant_upstream, host="127.0.0.1", port=0, threads=4)
+    server = create_server(wsgi_app, host="127.0.0.1", port=0, threads=4)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -140,41 +140,46 @@ def _timed(client, messages=MESSAGES):
     return elapsed, message
 
 
-def _first_requests(clients, requests):
+def _carry_on(messages, message):
+    """The conversation once the client has run the call it got and sends its result back."""
+    result = {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": CONVERSATION_OUTPUT}
+    return [*messages, message.model_dump(exclude_none=True), result]
+
+
+def _first_requests(clients, requests, timed=_timed):
     samples = {name: [] for name in clients}
     for _ in range(requests):
         for name, client in clients.items():
-            samples[name].append(_timed(client)[0])
+            samples[name].append(timed(client)[0])
     return samples
 
 
-def _conversations(clients, requests):
+def _conversations(clients, requests, timed=_timed, carry_on=_carry_on, opening=MESSAGES):
     """Conversations driven side by side, a request to each client in turn: the model calls the tool, the client
     sends its result back, until CONVERSATION_ROUNDS rounds; then a new conversation."""
     samples = {name: [] for name in clients}
-    conversations = {name: list(MESSAGES) for name in clients}
+    conversations = {name: list(opening) for name in clients}
     for number in range(requests):
         if number % CONVERSATION_ROUNDS == 0:
-            conversations = {name: list(MESSAGES) for name in clients}
+            conversations = {name: list(opening) for name in clients}
         for name, client in clients.items():
-            elapsed, message = _timed(client, conversations[name])
+            elapsed, message = timed(client, conversations[name])
             samples[name].append(elapsed)
-            result = {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": CONVERSATION_OUTPUT}
-            conversations[name] += [message.model_dump(exclude_none=True), result]
+            conversations[name] = carry_on(conversations[name], message)
     return samples
 
 
-def _added(samples, label):
+def _added(samples, label, sdk="openai SDK"):
     """(p50, p95) in ms that the call through `label` adds to the direct call beside it; both printed."""
     figures = {key: [percentile(values, share) * 1000 for share in (0.5, 0.95)] for key, values in samples.items()}
     for key, text in (("direct", f"upstream, beside the {label}"), ("through", f"{label} -> upstream")):
-        print(f"  openai SDK -> {text:28s} p50 {figures[key][0]:7.2f} ms   p95 {figures[key][1]:7.2f} ms")
+        print(f"  {f'{sdk} -> {text}':42s} p50 {figures[key][0]:7.2f} ms   p95 {figures[key][1]:7.2f} ms")
     return [through - direct for through, direct in zip(figures["through"], figures["direct"], strict=True)]
 
 
-def _print_figures(title, samples):
+def _print_figures(title, samples, sdk="openai SDK"):
     print(title)
-    added = _added(samples["proxy"], "proxy")
+    added = _added(samples["proxy"], "proxy", sdk)
     floor = _added(samples["floor"], "floor")
     print(f"  added by the floor alone                   p50 {floor[0]:+7.2f} ms   p95 {floor[1]:+7.2f} ms")
     verdict = "within" if max(added) <= TARGET_MS else "OVER"

@@ -6,6 +6,7 @@ confirmation, the history lists' query string.
 """
 
 import logging
+import re
 
 from flask import abort, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask_wtf.csrf import CSRFError
@@ -13,11 +14,12 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from blueprints.forms.fields import ButtonForm, apply_errors
-from engine.proxy import chat_completions
+from engine.proxy import chat_completions, messages
 from store import NotFound, ValidationError
 from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
+MESSAGES_PATH = re.compile(r"/proxy/[^/]+/v1/messages(/|$)")  # Anthropic's Messages API and what lies under it
 
 
 def get_or_404(load, db, key):
@@ -130,10 +132,21 @@ def openai_error(status, message, code=None, param=None, error_type=None):
     return jsonify(chat_completions.error_body(status, message, error_type, code, param)), status
 
 
+def proxy_api():
+    """The API a request to the policy proxy speaks, by its path: Anthropic's Messages API under …/v1/messages,
+    OpenAI's anywhere else. Its errors come in that API's shape, whoever answers them (a route, the login, a 404)."""
+    return messages if MESSAGES_PATH.match(request.path) else chat_completions
+
+
+def proxy_error(status, message, code=None):
+    """An error of the policy proxy in the shape of the API its path speaks."""
+    return jsonify(proxy_api().error_body(status, message, code=code)), status
+
+
 def error_response(code, title, message):
-    """An error as the API's JSON, an htmx notice or a page; in OpenAI's shape for the policy proxy."""
+    """An error as the API's JSON, an htmx notice or a page; in the client's API's shape for the policy proxy."""
     if is_proxy_request():
-        return openai_error(code, message)
+        return proxy_error(code, message)
     if is_api_request():
         return json_error(code, message)
     if request.headers.get("HX-Request") == "true":

@@ -2,7 +2,7 @@
 hash) is set. With it on, every page and fragment needs the session: a page request is sent to the login page, an
 htmx request gets a 401 that static/login-redirect.js turns into the same redirect, and the JSON API needs an API
 token (`Authorization: Bearer …`, see the Tokens page) instead, and so does the policy proxy, as the API key its
-OpenAI clients send.
+clients send (a bearer token, or `X-Api-Key`, as Anthropic's clients send it).
 
 Sessions are kept on the server (store/sessions.py): the signed cookie only names one. Log out ends every copy of
 that cookie; a session ends after SESSION_IDLE_MINUTES without a request; and each records an HMAC of the password
@@ -19,7 +19,7 @@ from flask_wtf import FlaskForm
 from werkzeug.security import check_password_hash
 from wtforms import PasswordField
 
-from blueprints import error_response, is_api_request, is_proxy_request, json_error, login_throttle, openai_error
+from blueprints import error_response, is_api_request, is_proxy_request, json_error, login_throttle, proxy_error
 from services.settings import login_enabled
 from store import login_failures as failure_store
 from store import sessions as session_store
@@ -123,22 +123,26 @@ def _safe_next(target):
     return target if target and SITE_PATH.fullmatch(target) else url_for("agents.list_agents")
 
 
-def _api_token_is_valid():
+def _api_token_is_valid(api_key_header=False):
+    """Whether the request carries a valid API token: as `Authorization: Bearer …`, or with `api_key_header` (the
+    policy proxy) as `X-Api-Key: …`, where Anthropic's clients send their key."""
     authorization = request.authorization
-    if authorization is None or authorization.type != "bearer" or not authorization.token:
-        return False
-    return token_store.token_is_valid(get_db(), authorization.token)
+    if authorization is not None and authorization.type == "bearer" and authorization.token:
+        token = authorization.token
+    else:
+        token = request.headers.get("X-Api-Key") if api_key_header else None
+    return bool(token) and token_store.token_is_valid(get_db(), token)
 
 
 @bp.before_app_request
 def require_login():
     if not login_enabled() or request.endpoint in OPEN_ENDPOINTS:
         return None
-    if is_proxy_request():  # an OpenAI client: its API key is the token
-        if _api_token_is_valid():
+    if is_proxy_request():  # an OpenAI or Anthropic client: its API key is the token
+        if _api_token_is_valid(api_key_header=True):
             return None
         message = "The policy proxy needs an API token as the API key (see the Tokens page)."
-        response, status = openai_error(401, message, code="invalid_api_key")
+        response, status = proxy_error(401, message, code="invalid_api_key")
         response.headers["WWW-Authenticate"] = 'Bearer realm="Toolgate policy proxy"'
         return response, status
     if is_api_request():

@@ -15,6 +15,7 @@ from flask import Blueprint, Response, current_app, jsonify, request, stream_wit
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
+from engine.proxy import messages as messages_api
 from services import proxy as proxy_service
 from services.settings import run_options
 from services.tracing import traced
@@ -99,6 +100,11 @@ def _streamed(api, agent_id, body, services):
 @bp.post("/chat/completions")
 def chat_completions(agent_id):
     return answer_in(chat_completions_api, agent_id)
+
+
+@bp.post("/messages")
+def messages(agent_id):
+    return answer_in(messages_api, agent_id)
 
 
 @bp.get("/models")

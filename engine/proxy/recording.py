@@ -20,8 +20,9 @@ PROXY_SOURCE = "proxy"
 
 
 def _canonical(message):
-    """What identifies a message whatever client library sent it back: its role, text (or parts), call ids, names
-    and arguments as JSON, and the call id a tool message answers."""
+    """What identifies a message whatever client library or API sent it back: its role, text (or parts), call ids,
+    names and arguments as JSON (no arguments at all read as the empty object a client sends back for them), and
+    the call id a tool message answers."""
     content = message.get("content")
     if isinstance(content, list) and all(isinstance(part, dict) and part.get("type") == "text" for part in content):
         content = "".join(part.get("text", "") for part in content)
@@ -30,7 +31,8 @@ def _canonical(message):
         function = call.get("function") or {}
         arguments = function.get("arguments")
         try:
-            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+            if isinstance(arguments, str):
+                arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError:
             pass
         calls.append([call.get("id"), function.get("name"), arguments])

@@ -1,0 +1,385 @@
+"""Anthropic's Messages API, as the proxy speaks it (`POST …/v1/messages`): translated into the canonical Chat
+Completions conversation on the way in, and the gated chat completion translated back into a `message`.
+
+In: `system` becomes a system message; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a
+user's `tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
+`is_error` reads "Error: …", as the proxy's own rejections do); custom tools become function tools, and Anthropic's
+server tools (a `type` such as web_search_20250305), which a Chat Completions upstream cannot run, are left out and
+named in `left_out_tools`. The upstream takes text: an image or a document is refused, naming the block. Extended
+thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
+
+Out: a `message` with a text block, then a `tool_use` block per call (its id the upstream call's, repaired; its
+input the arguments it must run with), or the same as Anthropic's named stream events. Errors in Anthropic's shape,
+`{"type": "error", "error": {"type", "message"}}`.
+"""
+
+import json
+import re
+import uuid
+from dataclasses import replace
+
+from ..config import TOOL_NAME_PATTERN, ValidationError
+from .request import read_request
+from .stream import Call, End, Failure, Start, Text, pieces_of, server_sent_events
+
+NAME = "messages"
+
+ERROR_PREFIX = "Error: "
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+NOT_TEXT_BLOCKS = ("image", "document", "search_result", "container_upload")
+TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+# A chat completion's finish reason as a message's stop reason. A message stops for `tool_use` when it has
+# tool_use blocks, whatever the finish reason said; without them, anything else ends the turn.
+STOP_REASONS = {"length": "max_tokens", "content_filter": "refusal"}
+# Anthropic's error types by status; any other 5xx is an `api_error`, any other 4xx an `invalid_request_error`.
+ERROR_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+# What read_request names in the Chat Completions body, as the client wrote it.
+CHAT_TOOL_FIELD = re.compile(r"tools\[(\d+)\]\.function\.(name|description|parameters)(.*)", re.DOTALL)
+TOOL_FIELDS = {"name": "name", "description": "description", "parameters": "input_schema"}
+
+
+def read(body):
+    """The client's Messages body as a ProxyRequest; ValidationError naming the field as the client wrote it."""
+    if not isinstance(body, dict):
+        raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
+    tools, where, left_out = _tools(body.get("tools"))
+    chat = {
+        "model": _model(body.get("model", "")),
+        "messages": [*_system(body.get("system")), *_messages(body.get("messages"))],
+        "max_tokens": _max_tokens(body.get("max_tokens")),
+        "stream": _flag(body.get("stream", False), "stream"),
+        **_sampling(body),
+        **_tool_choice(body.get("tool_choice"), {tool["function"]["name"] for tool in tools}),
+    }
+    if tools:
+        chat["tools"] = tools
+    try:
+        request = read_request(chat)
+    except ValidationError as error:
+        raise _as_written(error, where) from None
+    return replace(request, api=NAME, left_out_tools=tuple(left_out))
+
+
+def _model(model):
+    if not isinstance(model, str):
+        raise ValidationError({"model": "must be a string"})
+    return model
+
+
+def _flag(value, field):
+    if not isinstance(value, bool):
+        raise ValidationError({field: "must be true or false"})
+    return value
+
+
+def _max_tokens(value):
+    if value is None:
+        raise ValidationError({"max_tokens": "is required: the most tokens the answer may take (a whole number)"})
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError({"max_tokens": "must be a whole number of at least 1"})
+    return value
+
+
+def _sampling(body):
+    fields = {}
+    for field in ("temperature", "top_p"):
+        value = body.get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValidationError({field: "must be a number"})
+        fields[field] = value
+    stop = body.get("stop_sequences")
+    if stop is not None:
+        if not isinstance(stop, list) or not all(isinstance(sequence, str) for sequence in stop):
+            raise ValidationError({"stop_sequences": "must be a list of strings"})
+        if stop:
+            fields["stop"] = stop
+    return fields
+
+
+def _text_of_blocks(blocks, where, what):
+    """The text of a string or a list of text blocks (joined by blank lines), refusing any other block."""
+    if isinstance(blocks, str):
+        return blocks
+    if not isinstance(blocks, list):
+        raise ValidationError({where: f"must be a string or a list of text blocks ({what})"})
+    return "\n\n".join(_text_block(block, f"{where}[{index}]") for index, block in enumerate(blocks))
+
+
+def _text_block(block, where, kinds="text"):
+    """A text block's text; `kinds`: the blocks that may stand where it is, for the message refusing another."""
+    if not isinstance(block, dict):
+        raise ValidationError({where: "must be a content block: an object with a `type`"})
+    kind = block.get("type")
+    if kind in NOT_TEXT_BLOCKS:
+        raise ValidationError(
+            {where: f"{kind} blocks cannot be sent: the agent's upstream (Chat Completions) takes text"}
+        )
+    if kind != "text":
+        raise ValidationError({f"{where}.type": f"must be {kinds} here"})
+    text = block.get("text")
+    if not isinstance(text, str):
+        raise ValidationError({f"{where}.text": "is required: a string"})
+    return text
+
+
+def _system(system):
+    if system is None:
+        return []
+    text = _text_of_blocks(system, "system", "the system prompt")
+    return [{"role": "system", "content": text}] if text else []
+
+
+def _messages(messages):
+    if not isinstance(messages, list) or not messages:
+        raise ValidationError({"messages": "is required: a non-empty list of user and assistant messages"})
+    chat = []
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise ValidationError({where: "must be an object with a role and a content"})
+        role, content = message.get("role"), message.get("content")
+        if role not in ("user", "assistant"):
+            raise ValidationError({f"{where}.role": "must be user or assistant"})
+        if isinstance(content, str):
+            chat.append({"role": role, "content": content})
+        elif not isinstance(content, list) or not (content or role == "assistant"):
+            raise ValidationError({f"{where}.content": "must be a string or a non-empty list of content blocks"})
+        elif role == "assistant":
+            chat.append(_assistant(content, where))
+        else:
+            chat.extend(_user(content, where))
+    return chat
+
+
+def _assistant(blocks, where):
+    """An assistant turn's blocks as one chat message: its text, then its tool_use blocks as tool calls."""
+    texts, calls = [], []
+    for index, block in enumerate(blocks):
+        block_where = f"{where}.content[{index}]"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in THINKING_BLOCKS:
+            continue
+        if kind == "tool_result":
+            raise ValidationError({block_where: "tool_result blocks belong in user messages"})
+        if kind != "tool_use":
+            texts.append(_text_block(block, block_where, "text or tool_use"))
+            continue
+        call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+        if not isinstance(call_id, str) or not call_id:
+            raise ValidationError({f"{block_where}.id": "is required: the tool_use id"})
+        if not isinstance(name, str) or not name:
+            raise ValidationError({f"{block_where}.name": "is required: the tool's name"})
+        if not isinstance(arguments, dict):
+            raise ValidationError({f"{block_where}.input": "must be an object"})
+        function = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+        calls.append({"id": call_id, "type": "function", "function": function})
+    message = {"role": "assistant", "content": "".join(texts)}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _user(blocks, where):
+    """A user turn's blocks as chat messages: a tool message per tool_result, in order, then its text (if any) as a
+    user message, one text part per block."""
+    results, parts = [], []
+    for index, block in enumerate(blocks):
+        block_where = f"{where}.content[{index}]"
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "tool_use":
+            raise ValidationError({block_where: "tool_use blocks belong in assistant messages"})
+        if kind == "tool_result":
+            results.append(_tool_message(block, block_where))
+        else:
+            parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
+    return [*results, *([{"role": "user", "content": parts}] if parts else [])]
+
+
+def _tool_message(block, where):
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise ValidationError({f"{where}.tool_use_id": "is required: the id of the tool_use it answers"})
+    content = block.get("content")
+    text = "" if content is None else _text_of_blocks(content, f"{where}.content", "the tool's result")
+    is_error = _flag(block.get("is_error", False), f"{where}.is_error")
+    if is_error and not text.startswith(ERROR_PREFIX):
+        text = ERROR_PREFIX + text
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def _tools(tools):
+    """(the function tools, where each was in the client's list, the server tools left out by type)."""
+    if tools is None:
+        return [], [], []
+    if not isinstance(tools, list):
+        raise ValidationError({"tools": "must be a list of tools"})
+    functions, where, left_out = [], [], []
+    for index, tool in enumerate(tools):
+        tool_where = f"tools[{index}]"
+        if not isinstance(tool, dict):
+            raise ValidationError({tool_where: "must be a tool: an object with a name and an input_schema"})
+        kind = tool.get("type", "custom")
+        if kind is None or kind == "custom":
+            functions.append(_function_tool(tool, tool_where))
+            where.append(tool_where)
+        elif isinstance(kind, str):
+            left_out.append(kind)
+        else:
+            raise ValidationError({f"{tool_where}.type": "must be a string"})
+    return functions, where, left_out
+
+
+def _function_tool(tool, where):
+    name = tool.get("name")
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+        raise ValidationError({f"{where}.name": "must be 1 to 64 letters, digits, underscores or hyphens"})
+    schema = tool.get("input_schema")
+    if not isinstance(schema, dict):
+        raise ValidationError({f"{where}.input_schema": "is required: a JSON Schema object"})
+    function = {"name": name, "parameters": schema}
+    if "description" in tool:
+        function["description"] = tool["description"]
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice, names):
+    """`tool_choice` and `parallel_tool_calls` of the chat body."""
+    if choice is None:
+        return {}
+    if not isinstance(choice, dict) or not isinstance(choice.get("type"), str):
+        raise ValidationError({"tool_choice": 'must be an object with a type: "auto", "any", "tool" or "none"'})
+    kind = choice["type"]
+    if kind == "tool":
+        name = choice.get("name")
+        if not isinstance(name, str) or name not in names:
+            raise ValidationError({"tool_choice.name": "must name one of the tools sent"})
+        fields = {"tool_choice": {"type": "function", "function": {"name": name}}}
+    elif kind in TOOL_CHOICES:
+        fields = {"tool_choice": TOOL_CHOICES[kind]}
+    else:
+        raise ValidationError({"tool_choice.type": "must be auto, any, tool or none"})
+    if _flag(choice.get("disable_parallel_tool_use", False), "tool_choice.disable_parallel_tool_use"):
+        fields["parallel_tool_calls"] = False
+    return fields
+
+
+def _as_written(error, where):
+    """A ValidationError of the chat body, its field named as in the client's body."""
+    fields = {}
+    for field, message in error.errors.items():
+        match = CHAT_TOOL_FIELD.fullmatch(field)
+        if match:
+            index, name, rest = match.groups()
+            field = f"{where[int(index)]}.{TOOL_FIELDS[name]}{rest}"
+        fields[field] = message
+    return ValidationError(fields)
+
+
+def answer(exchange, request):
+    return message_of(pieces_of(exchange.completion))
+
+
+def tool_input(arguments):
+    """A call's JSON arguments as a tool_use block's input; no arguments at all are an empty input."""
+    return json.loads(arguments) if arguments.strip() else {}
+
+
+def usage_of(usage):
+    usage = usage or {}
+    return {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)}
+
+
+def stop_reason(finish_reason, called):
+    return "tool_use" if called else STOP_REASONS.get(finish_reason, "end_turn")
+
+
+def _message_head(start):
+    return {
+        "id": f"msg_{uuid.uuid4().hex}",
+        "type": "message",
+        "role": "assistant",
+        "model": start.model or "",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def message_of(pieces):
+    """The `message` an answer's pieces make."""
+    message = None
+    for piece in pieces:
+        if isinstance(piece, Start):
+            message = _message_head(piece)
+        elif isinstance(piece, Text):
+            content = message["content"]
+            if content and content[-1]["type"] == "text":
+                content[-1]["text"] += piece.text
+            else:
+                content.append({"type": "text", "text": piece.text})
+        elif isinstance(piece, Call):
+            block = {"type": "tool_use", "id": piece.id, "name": piece.name, "input": tool_input(piece.arguments)}
+            message["content"].append(block)
+        elif isinstance(piece, End):
+            called = any(block["type"] == "tool_use" for block in message["content"])
+            message["stop_reason"] = stop_reason(piece.finish_reason, called)
+            message["usage"] = usage_of(piece.usage)
+    return message
+
+
+def message_events(pieces):
+    """Anthropic's stream events of an answer: `message_start`; per block `content_block_start`, its deltas
+    (`text_delta`s as the text comes, one `input_json_delta` with a call's whole arguments) and
+    `content_block_stop`; then `message_delta` with the stop reason and the usage, and `message_stop`."""
+    index, open_block, called = -1, None, False
+
+    def close():
+        return [{"type": "content_block_stop", "index": index}] if open_block else []
+
+    for piece in pieces:
+        if isinstance(piece, Start):
+            yield {"type": "message_start", "message": _message_head(piece)}
+        elif isinstance(piece, Text):
+            if open_block != "text":
+                yield from close()
+                index, open_block = index + 1, "text"
+                yield {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            yield {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece.text}}
+        elif isinstance(piece, Call):
+            yield from close()
+            index, open_block, called = index + 1, "tool_use", True
+            block = {"type": "tool_use", "id": piece.id, "name": piece.name, "input": {}}
+            yield {"type": "content_block_start", "index": index, "content_block": block}
+            if piece.arguments.strip():
+                delta = {"type": "input_json_delta", "partial_json": piece.arguments}
+                yield {"type": "content_block_delta", "index": index, "delta": delta}
+        elif isinstance(piece, Failure):  # the upstream failed mid-stream: Anthropic's streams end with an error
+            yield error_body(piece.status, piece.message)
+        elif isinstance(piece, End):
+            yield from close()
+            open_block = None
+            delta = {"stop_reason": stop_reason(piece.finish_reason, called), "stop_sequence": None}
+            yield {"type": "message_delta", "delta": delta, "usage": usage_of(piece.usage)}
+            yield {"type": "message_stop"}
+
+
+def stream(pieces, request):
+    yield from server_sent_events(message_events(pieces), named=True)
+
+
+def error_body(status, message, error_type=None, code=None, param=None):
+    """Anthropic's error shape, which Anthropic clients read: its type follows the status (`code` and `param` have
+    no place in it; a field is named in the message)."""
+    default = "api_error" if status >= 500 else "invalid_request_error"
+    return {"type": "error", "error": {"type": ERROR_TYPES.get(status, default), "message": message}}
