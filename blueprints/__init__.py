@@ -1,8 +1,8 @@
 """One module per area: parse the request, call store/ and engine/, render a template or JSON.
 
-Shared here: the tool registry the app uses, the error pages (JSON under /api/), template helpers, and the
-steps the pages repeat: load a row or answer 404, save a posted form, Post/Redirect/Get, the delete
-confirmation, the history lists' query string.
+Shared here: the error pages and the errors every view may raise, mapped once (JSON under /api/, the client's API's
+shape under /proxy/, a page elsewhere), template helpers, and the steps the pages repeat: save a posted form,
+Post/Redirect/Get, the delete confirmation, the history lists' query string.
 """
 
 import logging
@@ -12,22 +12,16 @@ from flask import abort, current_app, flash, jsonify, redirect, render_template,
 from flask_wtf.csrf import CSRFError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
+from werkzeug.exceptions import NotFound as HTTPNotFound
 
 from blueprints.forms.fields import ButtonForm, apply_errors
 from engine.proxy import chat_completions, messages
-from store import NotFound, ValidationError
+from services.runs import RunConflict
+from store import NotFound, RevisionConflict, ValidationError
 from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
 MESSAGES_PATH = re.compile(r"/proxy/[^/]+/v1/messages(/|$)")  # Anthropic's Messages API and what lies under it
-
-
-def get_or_404(load, db, key):
-    """`load(db, key)`, a store function that raises NotFound, or the 404 page."""
-    try:
-        return load(db, key)
-    except NotFound:
-        abort(404)
 
 
 def done(message, endpoint, **values):
@@ -39,7 +33,7 @@ def done(message, endpoint, **values):
 def save_posted(form, save, *args):
     """A create or edit form's POST: the form's own checks, then `save(*args)`, a store function whose
     ValidationError is put beside the fields. Returns (the saved row, no messages), or (None, the messages that
-    belong to no field) for the form to be shown again; a 404 if the row was deleted meanwhile. Nothing is saved
+    belong to no field) for the form to be shown again (a row deleted meanwhile is the 404 page). Nothing is saved
     while the form's own checks fail."""
     if not form.validate():
         return None, []
@@ -47,8 +41,6 @@ def save_posted(form, save, *args):
         return save(*args), []
     except ValidationError as error:
         return None, apply_errors(form, error.errors)
-    except NotFound:
-        abort(404)
 
 
 def confirm_delete(template, delete, message, endpoint, **context):
@@ -56,10 +48,7 @@ def confirm_delete(template, delete, message, endpoint, **context):
     `endpoint` saying `message`."""
     form = ButtonForm()
     if form.validate_on_submit():
-        try:
-            delete()
-        except NotFound:
-            abort(404)
+        delete()
         return done(message, endpoint)
     return render_template(template, form=form, **context)
 
@@ -177,6 +166,36 @@ def register_error_handlers(app):
             return json_error(413, f"is larger than this server accepts ({limit} MB); nothing was saved", "body")
         message = messages.get(error.code) or error.description
         return error_response(error.code, titles.get(error.code, error.name), message)
+
+    @app.errorhandler(NotFound)
+    def row_not_found(error):
+        """A row a view asked the store for that is not there: what the address names does not exist."""
+        if is_api_request():
+            return json_error(404, str(error), next(iter(request.view_args or {}), None))
+        if is_proxy_request():
+            return proxy_error(404, str(error), code="agent_not_found")
+        return http_error(HTTPNotFound())
+
+    @app.errorhandler(ValidationError)
+    def invalid_input(error):
+        """Bad input the engine or the store refused, naming the field: nothing was changed."""
+        if is_api_request():
+            return json_validation_error(error)
+        if is_proxy_request():
+            return jsonify(proxy_api().error_body(400, str(error), code="invalid_value", param=error.field)), 400
+        return error_response(400, "Not valid", f"{error}.")
+
+    @app.errorhandler(RevisionConflict)
+    def stale_revision(conflict):
+        if is_api_request():
+            return json_error(409, str(conflict), "revision", revision=conflict.current_revision)
+        return error_response(409, "Changed meanwhile", str(conflict))
+
+    @app.errorhandler(RunConflict)
+    def run_busy(error):
+        if is_api_request():
+            return json_error(409, str(error), "state")
+        return error_response(409, "The run cannot do that now", str(error))
 
     @app.errorhandler(RecursionError)
     def too_deeply_nested(error):

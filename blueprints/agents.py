@@ -9,7 +9,7 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import confirm_delete, done, get_or_404, tool_hints
+from blueprints import confirm_delete, done, tool_hints
 from blueprints.forms.agents import agent_form, agent_form_class
 from blueprints.forms.client_tools import client_tool_edit, posted_client_tools
 from blueprints.forms.fields import ButtonForm, apply_errors
@@ -153,7 +153,7 @@ def machine_name_field():
 @bp.get("/agents/<agent_id>")
 def view_agent(agent_id):
     db = get_db()
-    agent = get_or_404(agent_store.get_agent, db, agent_id)
+    agent = agent_store.get_agent(db, agent_id)
     registry = tool_registry()
     return render_template(
         "agents/view.html",
@@ -172,7 +172,7 @@ def view_agent(agent_id):
 @bp.route("/agents/<agent_id>/edit", methods=["GET", "POST"])
 def edit_agent(agent_id):
     db = get_db()
-    agent = get_or_404(agent_store.get_agent, db, agent_id)
+    agent = agent_store.get_agent(db, agent_id)
     if request.method == "GET":
         return _render_form(_agent_form(db, agent=agent), agent=agent)
     edited = _client_tool_edit_page(db, agent) or _accept_hints_page(db, agent)
@@ -193,7 +193,7 @@ def edit_agent(agent_id):
 @bp.route("/agents/<agent_id>/delete", methods=["GET", "POST"])
 def delete_agent(agent_id):
     db = get_db()
-    agent = get_or_404(agent_store.get_agent, db, agent_id)
+    agent = agent_store.get_agent(db, agent_id)
     return confirm_delete(
         "agents/delete.html",
         lambda: agent_store.delete_agent(db, agent_id),

@@ -11,11 +11,10 @@ import json
 from flask import Blueprint, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from blueprints import json_error, json_validation_error
+from blueprints import json_error
 from engine import tools_for_agent
 from engine.config import ValidationError
 from services.settings import tool_registry
-from store import NotFound, RevisionConflict
 from store import agents as agent_store
 from store.db import get_db
 
@@ -36,20 +35,14 @@ def list_agents():
 
 @bp.get("/agents/<agent_id>")
 def get_agent(agent_id):
-    try:
-        return jsonify(agent_store.get_agent(get_db(), agent_id))
-    except NotFound as error:
-        return json_error(404, str(error), "agent_id")
+    return jsonify(agent_store.get_agent(get_db(), agent_id))
 
 
 @bp.get("/agents/<agent_id>/tools")
 def get_agent_tools(agent_id):
     """{"tools": [...]}: the tools the agent's next model request sends, in OpenAI's format, exactly as a run
     would send them; `?overrides=<JSON>` applies a run's overrides first."""
-    try:
-        agent = agent_store.get_agent(get_db(), agent_id)
-    except NotFound as error:
-        return json_error(404, str(error), "agent_id")
+    agent = agent_store.get_agent(get_db(), agent_id)
     overrides = request.args.get("overrides")
     if overrides is not None:
         try:
@@ -58,19 +51,13 @@ def get_agent_tools(agent_id):
             return json_error(400, "is not valid JSON", "overrides")
         except RecursionError:
             return json_error(400, "is nested too deeply to be read", "overrides")
-    try:
-        return jsonify({"tools": tools_for_agent(agent, overrides, registry=tool_registry())})
-    except ValidationError as error:
-        return json_validation_error(error)
+    return jsonify({"tools": tools_for_agent(agent, overrides, registry=tool_registry())})
 
 
 @bp.put("/agents/<agent_id>")
 def put_agent(agent_id):
     """Create or replace. Replacing needs the stored `revision`; the answer is the stored agent."""
-    try:
-        data = _json_body()
-    except ValidationError as error:
-        return json_validation_error(error)
+    data = _json_body()
     if not isinstance(data, dict):
         return json_error(400, "must be a JSON object", "agent")
     if "id" in data and data["id"] != agent_id:
@@ -78,12 +65,7 @@ def put_agent(agent_id):
         return json_error(400, message, "id")
     db = get_db()
     existed = agent_store.agent_exists(db, agent_id)
-    try:
-        agent = agent_store.save_agent(db, {**data, "id": agent_id}, tool_registry().parameters_by_name())
-    except ValidationError as error:
-        return json_validation_error(error)
-    except RevisionConflict as conflict:
-        return json_error(409, str(conflict), "revision", revision=conflict.current_revision)
+    agent = agent_store.save_agent(db, {**data, "id": agent_id}, tool_registry().parameters_by_name())
     return jsonify(agent), 200 if existed else 201
 
 
@@ -93,10 +75,5 @@ def delete_agent(agent_id):
     revision = request.args.get("revision")
     if revision is not None and not revision.isdecimal():
         return json_error(400, "must be a whole number", "revision")
-    try:
-        agent_store.delete_agent(get_db(), agent_id, revision=int(revision) if revision else None)
-    except NotFound as error:
-        return json_error(404, str(error), "agent_id")
-    except RevisionConflict as conflict:
-        return json_error(409, str(conflict), "revision", revision=conflict.current_revision)
+    agent_store.delete_agent(get_db(), agent_id, revision=int(revision) if revision else None)
     return "", 204

@@ -9,7 +9,6 @@ from flask import Blueprint, jsonify
 from blueprints import json_error
 from services import cases as case_service
 from services.settings import tool_registry
-from store import NotFound
 from store import agents as agent_store
 from store import cases as case_store
 from store.db import get_db
@@ -45,10 +44,7 @@ def list_cases(agent_id):
 def check_cases(agent_id):
     """Check every case of the agent: {"agent_id", "passed", "total", "failed", "cases": [...]}, 200 whether or not
     they pass (`passed` says; it is true when the agent has no case)."""
-    try:
-        cases = case_service.check_agent_cases(get_db(), agent_id, tool_registry())
-    except NotFound as error:
-        return json_error(404, str(error), "agent_id")
+    cases = case_service.check_agent_cases(get_db(), agent_id, tool_registry())
     summaries = [_summary(case) for case in cases]
     failed = sum(1 for summary in summaries if not summary["passed"])
     return jsonify(

@@ -11,13 +11,12 @@ one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 4
 
 from flask import Blueprint, jsonify, request, url_for
 
-from blueprints import json_error, json_validation_error, keyset_ids, whole_number
-from engine import STOP_REASONS, ValidationError
+from blueprints import json_error, keyset_ids, whole_number
+from engine import STOP_REASONS
 from engine.types import RUNNING
 from services import runs as run_service
 from services.settings import run_options
 from services.tracing import traced
-from store import NotFound
 from store import runs as run_store
 from store.db import get_db
 
@@ -48,16 +47,11 @@ def create_run(agent_id):
     if failure:
         return failure
     db = get_db()
-    try:
-        run = traced(
-            run_service.execute_and_store_run(
-                db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
-            )
+    run = traced(
+        run_service.execute_and_store_run(
+            db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
         )
-    except NotFound as error:
-        return json_error(404, str(error), "agent_id")
-    except ValidationError as error:
-        return json_validation_error(error)
+    )
     response = jsonify(run)
     response.status_code = 201
     response.headers["Location"] = url_for("api_runs.get_run", run_id=run["id"])
@@ -66,10 +60,7 @@ def create_run(agent_id):
 
 @bp.get("/runs/<int:run_id>")
 def get_run(run_id):
-    try:
-        return jsonify(run_store.get_run(get_db(), run_id))
-    except NotFound as error:
-        return json_error(404, str(error), "run_id")
+    return jsonify(run_store.get_run(get_db(), run_id))
 
 
 @bp.post("/runs/<int:run_id>/decisions")
@@ -83,20 +74,13 @@ def decide(run_id):
         return json_error(400, "is required (an object mapping each waiting call's id to its decision)", "decisions")
     db = get_db()
     options = run_options()
-    try:
-        run = traced(
-            run_service.decide_stored_run(
-                db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
-            )
+    run = traced(
+        run_service.decide_stored_run(
+            db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
         )
-        if run["state"] == RUNNING:
-            run = traced(run_service.continue_stored_run(db, run_id, **options))
-    except NotFound as error:
-        return json_error(404, str(error), "run_id")
-    except run_service.RunConflict as error:
-        return json_error(409, str(error), "state")
-    except ValidationError as error:
-        return json_validation_error(error)
+    )
+    if run["state"] == RUNNING:
+        run = traced(run_service.continue_stored_run(db, run_id, **options))
     return jsonify(run)
 
 
@@ -111,10 +95,7 @@ def list_runs():
     source = request.args.get("source") or None
     if source is not None and source not in run_store.SOURCES:
         return json_error(400, f"must be one of {', '.join(run_store.SOURCES)}", "source")
-    try:
-        before, after = keyset_ids()
-    except ValidationError as error:
-        return json_validation_error(error)
+    before, after = keyset_ids()
     filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source}
     page_text = request.args.get("page", "").strip()
     number = whole_number(page_text, 1, MAX_NUMBERED_PAGE)
@@ -150,18 +131,13 @@ def review_gate(agent_id):
         return failure
     if "tool_calls" not in data:
         return json_error(400, "is required (the tool calls of one model response)", "tool_calls")
-    try:
-        review = run_service.review_and_log_gate(
-            get_db(),
-            agent_id,
-            data["tool_calls"],
-            data.get("overrides"),
-            data.get("calls_so_far"),
-            artifacts=data.get("artifacts"),
-            registry=run_options()["registry"],
-        )
-    except NotFound as error:
-        return json_error(404, str(error), "agent_id")
-    except ValidationError as error:
-        return json_validation_error(error)
+    review = run_service.review_and_log_gate(
+        get_db(),
+        agent_id,
+        data["tool_calls"],
+        data.get("overrides"),
+        data.get("calls_so_far"),
+        artifacts=data.get("artifacts"),
+        registry=run_options()["registry"],
+    )
     return jsonify(review)

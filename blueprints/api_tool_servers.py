@@ -9,7 +9,7 @@ from werkzeug.exceptions import BadRequest
 from blueprints import json_error, json_validation_error
 from services import tool_servers as tool_server_service
 from services.settings import configured_names
-from store import NotFound, ValidationError, row_exists
+from store import ValidationError, row_exists
 from store import tool_servers as tool_server_store
 from store.db import get_db
 
@@ -25,10 +25,7 @@ def list_tool_servers():
 
 @bp.get("/tool-servers/<server_id>")
 def get_tool_server(server_id):
-    try:
-        return jsonify(tool_server_store.get_tool_server(get_db(), server_id))
-    except NotFound as error:
-        return json_error(404, str(error), "server_id")
+    return jsonify(tool_server_store.get_tool_server(get_db(), server_id))
 
 
 @bp.put("/tool-servers/<server_id>")
@@ -44,17 +41,12 @@ def put_tool_server(server_id):
     data = {key: value for key, value in data.items() if key not in READ_ONLY}
     db = get_db()
     existed = row_exists(db, "tool_servers", server_id)
-    try:
-        server = tool_server_service.save_tool_server(
-            db,
-            {**data, "id": server_id},
-            create=not existed,
-            key_variables=configured_names("KEY_VARIABLES"),
-        )
-    except ValidationError as error:
-        return json_validation_error(error)
-    except NotFound as error:  # deleted meanwhile
-        return json_error(404, str(error), "server_id")
+    server = tool_server_service.save_tool_server(
+        db,
+        {**data, "id": server_id},
+        create=not existed,
+        key_variables=configured_names("KEY_VARIABLES"),
+    )
     return jsonify(server), 200 if existed else 201
 
 
@@ -62,8 +54,6 @@ def put_tool_server(server_id):
 def delete_tool_server(server_id):
     try:
         tool_server_store.delete_tool_server(get_db(), server_id)
-    except NotFound as error:
-        return json_error(404, str(error), "server_id")
     except ValidationError as error:
         return json_validation_error(error, status=409)
     return "", 204

@@ -8,13 +8,13 @@ import json
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
-from blueprints import done, get_or_404
+from blueprints import done
 from blueprints.forms.cases import SaveCaseForm, case_form
 from blueprints.forms.fields import ButtonForm, apply_errors
 from engine.cases import expectation_key, expectation_values, replay_refusal
 from services import cases as case_service
 from services.settings import tool_registry
-from store import NotFound, ValidationError
+from store import ValidationError
 from store import agents as agent_store
 from store import cases as case_store
 from store import runs as run_store
@@ -36,7 +36,7 @@ def _require_token():
 @bp.post("/runs/<int:run_id>/case")
 def save_case(run_id):
     db = get_db()
-    get_or_404(run_store.get_run, db, run_id)
+    run_store.get_run(db, run_id)
     form = SaveCaseForm()
     if not form.validate_on_submit():
         abort(400)
@@ -68,7 +68,7 @@ def _render_case(db, case, form, status=200, form_errors=()):
 def show_case(case_id):
     """The case; its form saves the name and which expectations stay pinned (the ticked ones)."""
     db = get_db()
-    case = get_or_404(case_store.get_case, db, case_id)
+    case = case_store.get_case(db, case_id)
     keys = list(expectation_values(case["expected"]))
     if request.method == "GET":
         return _render_case(db, case, case_form(case, keys))
@@ -81,15 +81,13 @@ def show_case(case_id):
         saved = case_store.update_case(db, case_id, changes)
     except ValidationError as error:
         return _render_case(db, case, form, status=400, form_errors=apply_errors(form, error.errors))
-    except NotFound:
-        abort(404)
     return done(f'Saved the case "{saved["name"]}".', "cases.show_case", case_id=case_id)
 
 
 @bp.post("/cases/<int:case_id>/check")
 def check_case(case_id):
     db = get_db()
-    get_or_404(case_store.get_case, db, case_id)
+    case_store.get_case(db, case_id)
     _require_token()
     case = case_service.check_one_case(db, case_id, tool_registry())
     flash("The case passed." if case["last_check"]["passed"] else "The case failed: see what changed below.")
@@ -100,10 +98,7 @@ def check_case(case_id):
 def check_agent_cases(agent_id):
     db = get_db()
     _require_token()
-    try:
-        cases = case_service.check_agent_cases(db, agent_id, tool_registry())
-    except NotFound:
-        abort(404)
+    cases = case_service.check_agent_cases(db, agent_id, tool_registry())
     flash(case_service.checked_summary(cases))
     return redirect(url_for("agents.view_agent", agent_id=agent_id, _anchor="cases"), 303)
 
@@ -111,13 +106,10 @@ def check_agent_cases(agent_id):
 @bp.route("/cases/<int:case_id>/delete", methods=["GET", "POST"])
 def delete_case(case_id):
     db = get_db()
-    case = get_or_404(case_store.get_case, db, case_id)
+    case = case_store.get_case(db, case_id)
     form = ButtonForm()
     if form.validate_on_submit():
-        try:
-            case_store.delete_case(db, case_id)
-        except NotFound:
-            abort(404)
+        case_store.delete_case(db, case_id)
         message = f'Deleted the case "{case["name"]}".'
         if agent_store.agent_exists(db, case["agent_id"]):
             return done(message, "agents.view_agent", agent_id=case["agent_id"])

@@ -4,7 +4,7 @@ round by round and call by call, what differs marked, and the settings that diff
 
 from flask import Blueprint, redirect, render_template, request, url_for
 
-from blueprints import get_or_404, keyset_ids_or_400
+from blueprints import keyset_ids_or_400
 from engine.run_diff import compare_runs
 from store import NotFound
 from store import runs as run_store
@@ -17,7 +17,7 @@ bp = Blueprint("compare", __name__)
 def pick_run(run_id):
     """The choice of the run to compare with; ?with=N (the form's run number) goes straight to the comparison."""
     db = get_db()
-    run = get_or_404(run_store.get_run, db, run_id)
+    run = run_store.get_run(db, run_id)
     error = None
     if "with" in request.args:
         other = request.args.get("with", type=int)
@@ -46,6 +46,6 @@ def pick_run(run_id):
 @bp.get("/runs/<int:first_id>/compare/<int:second_id>")
 def compare(first_id, second_id):
     db = get_db()
-    first = get_or_404(run_store.get_run, db, first_id)
-    second = get_or_404(run_store.get_run, db, second_id)
+    first = run_store.get_run(db, first_id)
+    second = run_store.get_run(db, second_id)
     return render_template("compare/compare.html", first=first, second=second, comparison=compare_runs(first, second))

@@ -4,7 +4,7 @@ the list page is the engine's own retrieval query, so it finds what an agent wou
 
 from flask import Blueprint, render_template, request
 
-from blueprints import confirm_delete, done, get_or_404, save_posted
+from blueprints import confirm_delete, done, save_posted
 from blueprints.forms.documents import DocumentForm
 from engine.config import machine_name
 from store import documents as document_store
@@ -53,13 +53,13 @@ def new_document():
 
 @bp.get("/documents/<doc_id>")
 def show_document(doc_id):
-    return render_template("documents/show.html", document=get_or_404(document_store.get_document, get_db(), doc_id))
+    return render_template("documents/show.html", document=document_store.get_document(get_db(), doc_id))
 
 
 @bp.route("/documents/<doc_id>/edit", methods=["GET", "POST"])
 def edit_document(doc_id):
     db = get_db()
-    document = get_or_404(document_store.get_document, db, doc_id)
+    document = document_store.get_document(db, doc_id)
     if request.method == "GET":
         return _render_form(DocumentForm(data=document), document=document)
     form = DocumentForm()
@@ -72,7 +72,7 @@ def edit_document(doc_id):
 @bp.route("/documents/<doc_id>/delete", methods=["GET", "POST"])
 def delete_document(doc_id):
     db = get_db()
-    document = get_or_404(document_store.get_document, db, doc_id)
+    document = document_store.get_document(db, doc_id)
     return confirm_delete(
         "documents/delete.html",
         lambda: document_store.delete_document(db, doc_id),

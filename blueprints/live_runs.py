@@ -11,7 +11,7 @@ the first page goes away. Without JavaScript the same forms post plainly and com
 
 import json
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from blueprints.runs import is_htmx, next_hop_for, render_run
 from engine import ValidationError
@@ -20,7 +20,6 @@ from engine.types import AWAITING, INTERRUPTED, RUNNING
 from services import runs as run_service
 from services.settings import run_options
 from services.tracing import traced
-from store import NotFound
 from store import runs as run_store
 from store.db import get_db
 
@@ -30,10 +29,7 @@ DECISIONS = ("approve", "reject", "edit")
 
 
 def _load(run_id):
-    try:
-        return run_store.get_run(get_db(), run_id)
-    except NotFound:
-        abort(404)
+    return run_store.get_run(get_db(), run_id)
 
 
 def _live_update(run, next_hop=None, status=200, **context):

@@ -4,7 +4,7 @@ variable a connection names; it is never stored nor shown, the page only says wh
 
 from flask import Blueprint, abort, current_app, render_template, request
 
-from blueprints import done, get_or_404, save_posted
+from blueprints import done, save_posted
 from blueprints.forms.fields import ButtonForm
 from blueprints.forms.providers import ProviderForm, provider_to_form_data
 from engine.config import machine_name
@@ -59,7 +59,7 @@ def new_provider():
 @bp.route("/providers/<provider_id>/edit", methods=["GET", "POST"])
 def edit_provider(provider_id):
     db = get_db()
-    provider = get_or_404(provider_store.get_provider, db, provider_id)
+    provider = provider_store.get_provider(db, provider_id)
     if request.method == "GET":
         form = ProviderForm(data=provider_to_form_data(provider))
         return _render_form(form, provider=provider)
@@ -74,7 +74,7 @@ def edit_provider(provider_id):
 
 @bp.post("/providers/<provider_id>/test")
 def check_provider(provider_id):
-    provider = get_or_404(provider_store.get_provider, get_db(), provider_id)
+    provider = provider_store.get_provider(get_db(), provider_id)
     if not ButtonForm().validate_on_submit():
         abort(400)
     try:
@@ -98,7 +98,7 @@ def delete_provider(provider_id):
     """Like the other delete pages (blueprints.confirm_delete), except that a connection some agent uses cannot be
     deleted: the page names the agents, and a POST answers 409."""
     db = get_db()
-    provider = get_or_404(provider_store.get_provider, db, provider_id)
+    provider = provider_store.get_provider(db, provider_id)
     form = ButtonForm()
     users = agent_store.agents_using_provider(db, provider_id)
     if form.validate_on_submit() and not users:

@@ -13,7 +13,7 @@ import time
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import get_or_404, keyset_ids_or_400, list_filters
+from blueprints import keyset_ids_or_400, list_filters
 from blueprints.forms.cases import SaveCaseForm
 from blueprints.forms.fields import ButtonForm, apply_errors
 from blueprints.forms.runs import run_form
@@ -119,13 +119,13 @@ def _repeated_run_id(db, agent_id):
 @bp.route("/agents/<agent_id>/run", methods=["GET", "POST"])
 def run_agent_page(agent_id):
     db = get_db()
-    agent = get_or_404(agent_store.get_agent, db, agent_id)
+    agent = agent_store.get_agent(db, agent_id)
     tools = tool_registry().parameters_by_name()
     if request.method == "GET":
         message, overrides = "", None
         previous_id = request.args.get("from", type=int)
         if previous_id is not None:
-            previous = get_or_404(run_store.get_run, db, previous_id)
+            previous = run_store.get_run(db, previous_id)
             if previous["agent_id"] == agent_id:
                 message, overrides = previous["message"], previous["overrides"]
         return _render_run_page(agent, run_form(agent, tools, message=message, overrides=overrides))
@@ -209,14 +209,14 @@ def list_runs():
 
 @bp.get("/runs/<int:run_id>")
 def show_run(run_id):
-    return render_run(get_or_404(run_store.get_run, get_db(), run_id))
+    return render_run(run_store.get_run(get_db(), run_id))
 
 
 @bp.post("/runs/<int:run_id>/again")
 def run_again(run_id):
     """Run again with the same message and overrides, against the agent as it is stored now."""
     db = get_db()
-    previous = get_or_404(run_store.get_run, db, run_id)
+    previous = run_store.get_run(db, run_id)
     form = ButtonForm()
     if not form.validate_on_submit():
         abort(400)

@@ -5,7 +5,7 @@ from flask import Blueprint, render_template, request
 from flask_wtf import FlaskForm
 from wtforms import StringField
 
-from blueprints import confirm_delete, get_or_404, save_posted
+from blueprints import confirm_delete, save_posted
 from store import tokens as token_store
 from store.db import get_db
 
@@ -53,7 +53,7 @@ def list_tokens():
 @bp.route("/tokens/<int:token_id>/revoke", methods=["GET", "POST"])
 def revoke_token(token_id):
     db = get_db()
-    token = get_or_404(token_store.get_token, db, token_id)
+    token = token_store.get_token(db, token_id)
     return confirm_delete(
         "tokens/revoke.html",
         lambda: token_store.revoke_token(db, token_id),

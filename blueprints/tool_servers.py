@@ -7,7 +7,7 @@ from functools import partial
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import done, get_or_404, save_posted
+from blueprints import done, save_posted
 from blueprints.forms.fields import ButtonForm
 from blueprints.forms.tool_servers import ToolServerForm, server_to_form_data
 from engine.config import machine_name
@@ -71,7 +71,7 @@ def new_tool_server():
 
 @bp.get("/tool-servers/<server_id>")
 def show_tool_server(server_id):
-    server = get_or_404(tool_server_store.get_tool_server, get_db(), server_id)
+    server = tool_server_store.get_tool_server(get_db(), server_id)
     return _render_server(server)
 
 
@@ -94,7 +94,7 @@ def _render_server(server, error=None, status=200):
 def connect_tool_server(server_id):
     """Connect: list the server's tools again and cache them; the page shows them, or what went wrong."""
     db = get_db()
-    get_or_404(tool_server_store.get_tool_server, db, server_id)
+    tool_server_store.get_tool_server(db, server_id)
     if not ButtonForm().validate_on_submit():
         abort(400)
     server, error = tool_server_service.connect(db, server_id, configured_names("KEY_VARIABLES"))
@@ -104,7 +104,7 @@ def connect_tool_server(server_id):
 @bp.route("/tool-servers/<server_id>/edit", methods=["GET", "POST"])
 def edit_tool_server(server_id):
     db = get_db()
-    server = get_or_404(tool_server_store.get_tool_server, db, server_id)
+    server = tool_server_store.get_tool_server(db, server_id)
     if request.method == "GET":
         return _render_form(ToolServerForm(data=server_to_form_data(server)), server=server)
     form = ToolServerForm()
@@ -119,7 +119,7 @@ def delete_tool_server(server_id):
     """Like the provider's delete page: a server whose tools some agent enables cannot be deleted; the page names
     the agents, and a POST answers 409."""
     db = get_db()
-    server = get_or_404(tool_server_store.get_tool_server, db, server_id)
+    server = tool_server_store.get_tool_server(db, server_id)
     form = ButtonForm()
     users = tool_server_store.agents_using_server(db, server_id)
     if form.validate_on_submit() and not users:
