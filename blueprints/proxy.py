@@ -13,6 +13,7 @@ from flask import Blueprint, Response, jsonify, request, url_for
 from blueprints import openai_error
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
+from engine.proxy import responses as responses_api
 from engine.proxy.stream import pieces_of
 from services import proxy as proxy_service
 from services.settings import run_options
@@ -59,6 +60,8 @@ def answer_in(api, agent_id):
         return _api_error(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
         return _api_error(api, 400, str(error), code="invalid_value", param=error.field)
+    except responses_api.NotStored as error:
+        return _api_error(api, error.status, error.message, code=error.code, param=error.param)
     if exchange.error is not None:
         error = exchange.error
         response = _api_error(api, error.status, error.message, error_type=error.type, code=error.code)
@@ -74,6 +77,20 @@ def answer_in(api, agent_id):
 @bp.post("/chat/completions")
 def chat_completions(agent_id):
     return answer_in(chat_completions_api, agent_id)
+
+
+@bp.post("/responses")
+def responses(agent_id):
+    return answer_in(responses_api, agent_id)
+
+
+@bp.get("/responses/<response_id>")
+def response(agent_id, response_id):
+    """A response the agent's proxy kept (OpenAI's `GET /responses/<id>`)."""
+    try:
+        return jsonify(proxy_service.kept_response(get_db(), agent_id, response_id))
+    except NotFound as error:
+        return openai_error(404, str(error), code="not_found")
 
 
 @bp.get("/models")

@@ -14,6 +14,7 @@ from engine.tools import default_registry
 from store import NotFound
 from store import agents as agent_store
 from store import providers as provider_store
+from store import responses as response_store
 from store import runs as run_store
 
 
@@ -36,14 +37,29 @@ class StoredRuns:
 
 def answer_and_record(db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
-    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent and ValidationError naming
-    the field of a bad body; a failed upstream request is a stored run with stop_reason "error" and the Exchange's
-    `error`."""
+    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
+    the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept; a failed
+    upstream request is a stored run with stop_reason "error" and the Exchange's `error`."""
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
-    request = api.read(body)
+    request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id))
     ask = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
     exchange, run = serve(config, merged, request, ask, StoredRuns(db, agent_id))
+    keep_answer(db, agent_id, api, request, exchange, run)
     return request, exchange, run
+
+
+def keep_answer(db, agent_id, api, request, exchange, run):
+    """Keep what the client's API refers back to of the answer (a Responses API response), with the run it joined."""
+    kept = api.kept(exchange, request)
+    if kept is not None:
+        response_store.save_response(db, agent_id, run["id"], kept)
+
+
+def kept_response(db, agent_id, response_id):
+    """A response the agent's proxy kept, as its client got it. Raises store.NotFound for an unknown agent or
+    response."""
+    agent_store.get_agent(db, agent_id)
+    return response_store.get_response(db, agent_id, response_id)
 
 
 def _connection_of(db, provider_id):

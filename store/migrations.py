@@ -257,6 +257,20 @@ def _add_run_conversation_key(db):
     db["runs"].create_index(["agent_id", "conversation_key"])
 
 
+@migrations(name="0062_create_responses")
+def _create_responses(db):
+    # The proxy's Responses API keeps each answered response (unless the client said `store: false`), so a later
+    # request can continue it by previous_response_id or refer to its output items. `response` is the response
+    # object as the client got it, `input` the conversation items it answered, both as JSON. No foreign key: like
+    # a run, a kept response outlives its agent.
+    db["responses"].create(
+        {"id": str, "agent_id": str, "run_id": int, "input": str, "response": str, "created_at": str},
+        pk="id",
+        not_null={"agent_id", "input", "response", "created_at"},
+    )
+    db["responses"].create_index(["run_id"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

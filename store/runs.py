@@ -224,12 +224,13 @@ def previous_run_id(db, run):
 
 
 def prune_runs(db, created_before, agent_id=None):
-    """Delete the runs created before the ISO timestamp `created_before` (of one agent, or of all) and their log
-    entries, in one transaction: (runs deleted, log entries deleted). Entries from the gate API have no run and
-    stay."""
+    """Delete the runs created before the ISO timestamp `created_before` (of one agent, or of all), their log
+    entries and the proxy's responses kept of them, in one transaction: (runs deleted, log entries deleted).
+    Entries from the gate API have no run and stay."""
     where = "created_at < ?" + (" AND agent_id = ?" if agent_id is not None else "")
     parameters = [created_before, *([agent_id] if agent_id is not None else [])]
     with write_transaction(db):
         entries = db.execute(f"DELETE FROM log WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
+        db.execute(f"DELETE FROM responses WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
         runs = db.execute(f"DELETE FROM runs WHERE {where}", parameters)
     return runs.rowcount, entries.rowcount
