@@ -9,8 +9,11 @@ import json
 import httpx2
 import openai
 import pytest
+import sqlite_utils
 from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
+from store import migrations
+from store.db import open_db
 from tests.live_http import serving
 from tests.proxy_support import (
     ONE_PLACEMENT,
@@ -18,11 +21,13 @@ from tests.proxy_support import (
     RESTRICT,
     RESTRICTED,
     TWO_PLACEMENTS,
+    USER,
     FakeUpstream,
     add_upstream,
     completion,
     proxy_client,
 )
+from tests.support import make_app
 
 # The canvas tool as a Responses API client declares it.
 PLACE_TOOL = {"type": "function", **PLACE["function"]}
@@ -236,6 +241,50 @@ def test_a_response_kept_for_one_agent_is_not_found_through_another(app, client)
         response = sdk.responses.create(model="gpt-x", input="Hello")
     with proxy_client(app, "other") as sdk, pytest.raises(openai.NotFoundError):
         sdk.responses.retrieve(response.id)
+
+
+# --- The API a run's client spoke -------------------------------------------------------------------------------
+
+
+def test_runs_say_which_api_their_client_spoke_and_the_lists_filter_by_it(app, client):
+    put_agent(client, script=[{"content": "Hi."}])
+    with proxy_client(app, "canvas") as sdk:
+        chat = sdk.chat.completions.with_raw_response.create(model="m", messages=[USER])
+        responses = sdk.responses.with_raw_response.create(model="m", input="Hello")
+    chat_id, responses_id = int(chat.headers["X-Toolgate-Run"]), int(responses.headers["X-Toolgate-Run"])
+
+    assert client.get(f"/api/runs/{chat_id}").json["api"] == "chat_completions"
+    listed = client.get("/api/runs?api=responses").json
+    assert [run["id"] for run in listed["runs"]] == [responses_id] and listed["total"] == 1
+    assert listed["runs"][0]["api"] == "responses"
+    assert client.get("/api/runs?api=messages&source=proxy").json["total"] == 0
+    refused = client.get("/api/runs?api=soap")
+    assert refused.status_code == 400 and refused.json["field"] == "api"
+    page = client.get("/runs?api=responses").get_data(as_text=True)
+    assert f'href="/runs/{responses_id}"' in page and f'href="/runs/{chat_id}"' not in page
+    assert '<option value="responses" selected>Responses</option>' in page
+    assert "(Responses)" in page
+    header = client.get(f"/runs/{responses_id}").get_data(as_text=True)
+    assert '<dt>API</dt><dd class="run-api">Responses</dd>' in header
+
+
+def test_a_proxied_run_stored_before_the_api_was_recorded_reads_as_chat_completions(app, client, tmp_path):
+    put_agent(client, script=[{"content": "Hi."}])
+    with proxy_client(app, "canvas") as sdk:
+        sdk.chat.completions.create(model="m", messages=[USER])
+    [row] = open_db(app.config["DATABASE"]).query("SELECT * FROM runs")
+    old_path = tmp_path / "old" / "toolgate.db"
+    old_path.parent.mkdir()
+    old = sqlite_utils.Database(old_path)
+    migrations.migrations.apply(old, stop_before="0063_add_run_api")
+    result = {key: value for key, value in json.loads(row.pop("result")).items() if key != "api"}
+    row.pop("api")
+    old["runs"].insert({**row, "result": json.dumps(result)})
+    old.close()
+
+    upgraded = make_app(old_path.parent).test_client()
+    assert upgraded.get(f"/api/runs/{row['id']}").json["api"] == "chat_completions"
+    assert upgraded.get("/api/runs?api=chat_completions").json["total"] == 1
 
 
 # --- On a fake upstream: what goes up, what comes back ----------------------------------------------------------
