@@ -14,10 +14,13 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 from blueprints.forms import DeleteForm, apply_errors
 from engine.proxy import chat_completions
+from services import proxy as proxy_service
 from store import NotFound, ValidationError
+from store.db import get_db
 from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
+PATH_LOGGED = 300  # characters of a refused proxy request's path that its log entry keeps
 
 
 def get_or_404(load, db, key):
@@ -130,9 +133,19 @@ def openai_error(status, message, code=None, param=None, error_type=None):
     return jsonify(chat_completions.error_body(status, message, error_type, code, param)), status
 
 
+def log_proxy_refusal(status, message):
+    """Put a request under /proxy/<agent id>/ that the proxy refuses in the log, naming the agent, the path and why
+    (services.proxy.log_refusal)."""
+    agent_id = request.path.split("/")[2] if request.path.count("/") >= 2 else ""
+    path = request.path[:PATH_LOGGED]
+    proxy_service.log_refusal(get_db(), agent_id or None, request.method, path, status, message)
+
+
 def error_response(code, title, message):
     """An error as the API's JSON, an htmx notice or a page; in OpenAI's shape for the policy proxy."""
     if is_proxy_request():
+        if code < 500:
+            log_proxy_refusal(code, message)
         return openai_error(code, message)
     if is_api_request():
         return json_error(code, message)

@@ -10,12 +10,17 @@ from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
+from engine.round import log_entry, write_log
 from engine.tools import default_registry
 from store import NotFound
 from store import agents as agent_store
+from store import log as log_store
 from store import providers as provider_store
 from store import responses as response_store
 from store import runs as run_store
+from store.db import write_transaction
+
+REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not serve
 
 
 class StoredRuns:
@@ -71,3 +76,14 @@ def _connection_of(db, provider_id):
         return {provider_id: provider_store.get_provider(db, provider_id)}
     except NotFound:
         return {}
+
+
+def log_refusal(db, agent_id, method, path, status, reason):
+    """A request the proxy could not serve (an unknown path or agent, a body it cannot read) in the log, with the
+    agent it named, the path and why: no run records it, and the client alone would know otherwise."""
+    entries = []
+    write_log(
+        [log_entry("warning", REFUSED, agent_id, f"{method} {path} was refused with HTTP {status}: {reason}")], entries
+    )
+    with write_transaction(db):
+        log_store.add_entries(db, entries)

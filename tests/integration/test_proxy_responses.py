@@ -405,6 +405,29 @@ def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body
     assert client.get("/api/runs").json["total"] == 0
 
 
+def test_a_request_the_proxy_cannot_serve_is_in_the_log_with_the_agent_the_path_and_the_reason(app, client):
+    put_agent(client, script=[{"content": "Hi"}])
+    with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
+        unknown_path = http.post("/proxy/canvas/v1/realtime/sessions", json={})
+        not_json = http.post("/proxy/canvas/v1/responses", content=b"input=Hi")
+        bad_body = http.post("/proxy/canvas/v1/responses", json={"model": "m", "input": 5})
+        unknown_agent = http.post("/proxy/nobody/v1/responses", json={"model": "m", "input": "Hi"})
+    assert [unknown_path.status_code, not_json.status_code, bad_body.status_code, unknown_agent.status_code] == [
+        404,
+        415,
+        400,
+        404,
+    ]
+
+    log = client.get("/log?agent=canvas").get_data(as_text=True)
+    assert log.count("Proxy request refused") == 3
+    assert "POST /proxy/canvas/v1/realtime/sessions was refused with HTTP 404: There is nothing at this address." in log
+    assert "POST /proxy/canvas/v1/responses was refused with HTTP 415: The body must be sent as JSON" in log
+    assert "POST /proxy/canvas/v1/responses was refused with HTTP 400: input: must be a string, or a list" in log
+    others = client.get("/log?agent=nobody").get_data(as_text=True)
+    assert "POST /proxy/nobody/v1/responses was refused with HTTP 404: No agent with id" in others
+
+
 # --- The OpenAI Agents SDK, as it runs by default ----------------------------------------------------------------
 
 
