@@ -27,9 +27,9 @@ NAME = "responses"
 ROLES = ("user", "system", "developer", "assistant")
 TEXT_PARTS = ("input_text", "output_text")
 TOOL_CHOICES = ("auto", "none", "required")
-# Sampling fields the upstream takes as they are; max_output_tokens goes up as max_tokens. Every other field a
-# client sends (include, reasoning, text, metadata, store, truncation, prompt_cache_key, …) has no meaning in Chat
-# Completions: accepted, never sent upstream.
+# Sampling fields the upstream takes as they are; max_output_tokens goes up as max_tokens, text.format as
+# response_format. Every other field a client sends (include, reasoning, text.verbosity, metadata, store,
+# truncation, prompt_cache_key, …) has no meaning in Chat Completions: accepted, never sent upstream.
 SAMPLING = {"temperature": (int, float), "top_p": (int, float)}
 # The request's settings a response repeats, with what it says when the request left them out.
 ECHOED = {
@@ -309,12 +309,35 @@ def _settings(body):
         if not isinstance(parallel, bool):
             raise ValidationError({"parallel_tool_calls": "must be true or false"})
         settings["parallel_tool_calls"] = parallel
+    text = body.get("text") or {}
+    if not isinstance(text, dict):
+        raise ValidationError({"text": "must be an object"})
+    response_format = _response_format(text.get("format"))
+    if response_format is not None:
+        settings["response_format"] = response_format
     choice = body.get("tool_choice")
     if choice is None or choice in TOOL_CHOICES:
         return {**settings, **({"tool_choice": choice} if choice is not None else {})}
     if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
         return {**settings, "tool_choice": {"type": "function", "function": {"name": choice["name"]}}}
     raise ValidationError({"tool_choice": 'must be auto, none, required or {"type": "function", "name": …}'})
+
+
+def _response_format(text_format):
+    """text.format (structured outputs) as Chat Completions' response_format; None for plain text."""
+    if text_format is None or (isinstance(text_format, dict) and text_format.get("type") == "text"):
+        return None
+    if isinstance(text_format, dict) and text_format.get("type") == "json_object":
+        return {"type": "json_object"}
+    if (
+        isinstance(text_format, dict)
+        and text_format.get("type") == "json_schema"
+        and isinstance(text_format.get("name"), str)
+        and isinstance(text_format.get("schema"), dict)
+    ):
+        keys = ("name", "schema", "strict", "description")
+        return {"type": "json_schema", "json_schema": {key: text_format[key] for key in keys if key in text_format}}
+    raise ValidationError({"text.format": 'must be {"type": "text"}, {"type": "json_object"} or a json_schema format'})
 
 
 def _named_as_sent(error, tool_places):

@@ -330,6 +330,21 @@ def test_function_tools_go_upstream_as_chat_tools_and_hosted_tools_are_left_out(
     assert run["left_out_tools"] == ["web_search", "docs"]
 
 
+def test_a_structured_output_format_goes_upstream_as_response_format(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion('{"title": "Home"}'))]
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    text = {"format": {"type": "json_schema", "name": "page", "schema": schema, "strict": True}, "verbosity": "low"}
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=ASK, text=text)
+
+    assert upstream.bodies[0]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "page", "schema": schema, "strict": True},
+    }
+    assert json.loads(response.output_text) == {"title": "Home"} and response.text.format.name == "page"
+
+
 def test_an_answer_cut_short_is_an_incomplete_response(app, client, upstream):
     put_agent(client, provider="upstream")
     upstream.replies = [(200, completion("Half a sen", finish_reason="length"))]
@@ -394,6 +409,8 @@ def test_an_upstream_500_reaches_the_client_in_openais_shape(app, client, upstre
         ({"model": "m", "input": "Hi", "tools": ["f"]}, "tools[0]", "with a"),
         ({"model": "m", "input": "Hi", "tool_choice": {"type": "web_search"}}, "tool_choice", "must be auto"),
         ({"model": "m", "input": "Hi", "max_output_tokens": 0}, "max_output_tokens", "at least 1"),
+        ({"model": "m", "input": "Hi", "text": {"format": {"type": "xml"}}}, "text.format", "json_schema"),
+        ({"model": "m", "input": "Hi", "store": "no"}, "store", "true or false"),
     ],
 )
 def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body, param, message):
