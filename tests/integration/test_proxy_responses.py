@@ -328,6 +328,8 @@ def test_function_tools_go_upstream_as_chat_tools_and_hosted_tools_are_left_out(
     assert response.metadata == {"team": "canvas"} and response.instructions == "Place things."
     run = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
     assert run["left_out_tools"] == ["web_search", "docs"]
+    page = client.get(f"/runs/{raw.headers['X-Toolgate-Run']}").get_data(as_text=True)
+    assert "<dt>Tools left out</dt>" in page and "<code>web_search</code>, <code>docs</code>" in page
 
 
 def test_a_structured_output_format_goes_upstream_as_response_format(app, client, upstream):
@@ -448,7 +450,8 @@ def test_a_request_the_proxy_cannot_serve_is_in_the_log_with_the_agent_the_path_
 # --- The OpenAI Agents SDK, as it runs by default ----------------------------------------------------------------
 
 
-def test_the_agents_sdk_in_its_default_configuration_gets_one_placement_at_a_time(app, client):
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_the_agents_sdk_in_its_default_configuration_gets_one_placement_at_a_time(app, client, streamed):
     text = {"name": "place_components", "arguments": {"component": "text"}}
     put_agent(client, script=[TWO_PLACEMENTS, ONE_PLACEMENT, {"tool_calls": [text]}, {"content": "Done."}])
     placed = []
@@ -466,7 +469,12 @@ def test_the_agents_sdk_in_its_default_configuration_gets_one_placement_at_a_tim
         async def run():
             sdk = openai.AsyncOpenAI(base_url=f"{base_url}/proxy/canvas/v1", api_key="any key", max_retries=0)
             config = RunConfig(model_provider=OpenAIProvider(openai_client=sdk))
-            return await Runner.run(agent, ASK, run_config=config)
+            if not streamed:
+                return await Runner.run(agent, ASK, run_config=config)
+            result = Runner.run_streamed(agent, ASK, run_config=config)
+            async for _ in result.stream_events():
+                pass
+            return result
 
         result = asyncio.run(run())
 
