@@ -211,6 +211,25 @@ def test_previous_response_id_continues_the_run_with_only_the_new_items(app, cli
     assert run["rounds"][1]["calls"][0]["run_by"] == "client"
 
 
+def test_a_responses_run_saved_as_a_case_replays_to_a_pass(app, client):
+    put_agent(client, script=[TWO_PLACEMENTS, ONE_PLACEMENT, {"tool_calls": [BELOW_HERO]}, {"content": "Done."}])
+    conversation = [{"role": "user", "content": ASK}]
+    with proxy_client(app, "canvas") as sdk:
+        while True:
+            raw = sdk.responses.with_raw_response.create(model="gpt-x", input=conversation, tools=[PLACE_TOOL])
+            response = raw.parse()
+            if not calls_of(response):
+                break
+            conversation += [*as_input(response), *results_for(response)]
+    run_id = raw.headers["X-Toolgate-Run"]
+
+    assert client.post(f"/runs/{run_id}/case", data={"name": "Through the Responses API"}).status_code == 303
+    [case] = client.get("/api/agents/canvas/cases").json["cases"]
+    assert case["client"]["tools"] == [PLACE]  # kept as the canonical conversation's tools
+    checked = client.post("/api/agents/canvas/cases/check", json={}).json["cases"][0]
+    assert checked["passed"] is True and checked["differences"] == []
+
+
 def test_a_response_not_stored_cannot_be_continued_or_read_back(app, client):
     put_agent(client, script=[{"content": "Hi."}])
     with proxy_client(app, "canvas") as sdk:
