@@ -57,6 +57,7 @@ class ResponsesRequest(ProxyRequest):
 
     response_id: str = ""  # resp_…: the id of the response that answers it
     items: tuple = ()  # the conversation as items: the previous response's, then the request's, references resolved
+    namespaced: dict = field(default_factory=dict)  # chat name -> (namespace, name) of a namespace's functions
     echo: dict = field(default_factory=dict)  # the settings its response repeats
     store: bool = True  # keep the response, for previous_response_id, item_reference and GET /responses/<id>
 
@@ -82,7 +83,7 @@ def read(body, stored=None):
     if instructions is not None and not isinstance(instructions, str):
         raise ValidationError({"instructions": "must be a string"})
     items = [*_previous_items(body, stored), *_input_items(body, stored)]
-    tools, tool_places, left_out = _chat_tools(body.get("tools"))
+    tools, tool_places, left_out, namespaced = _chat_tools(body.get("tools"))
     chat = {
         "model": body.get("model", ""),
         "messages": chat_messages(items, instructions),
@@ -105,6 +106,7 @@ def read(body, stored=None):
         },
         response_id=f"resp_{secrets.token_hex(24)}",
         items=tuple(items),
+        namespaced=namespaced,
         echo={key: default if body.get(key) is None else body[key] for key, default in ECHOED.items()},
         store=store,
     )
@@ -154,7 +156,11 @@ def _item(item, where, stored):
         for key in ("call_id", "name", "arguments"):
             if not isinstance(item.get(key), str) or (key != "arguments" and not item[key]):
                 raise ValidationError({f"{where}.{key}": "is required: a string"})
-        return {key: item[key] for key in ("type", "call_id", "name", "arguments")}
+        namespace = item.get("namespace")
+        if namespace is not None and not isinstance(namespace, str):
+            raise ValidationError({f"{where}.namespace": "must be a string"})
+        keys = ("type", "call_id", "name", "arguments", *(("namespace",) if namespace else ()))
+        return {key: item[key] for key in keys}
     if kind == "function_call_output":
         if not isinstance(item.get("call_id"), str) or not item["call_id"]:
             raise ValidationError({f"{where}.call_id": "is required: the call_id of the function_call it answers"})
@@ -231,7 +237,7 @@ def chat_messages(items, instructions=None):
             call = {
                 "id": item["call_id"],
                 "type": "function",
-                "function": {"name": item["name"], "arguments": item["arguments"]},
+                "function": {"name": _chat_name(item), "arguments": item["arguments"]},
             }
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
@@ -241,6 +247,11 @@ def chat_messages(items, instructions=None):
         else:
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
     return messages
+
+
+def _chat_name(call):
+    """A function call's name as the upstream knows it (see _chat_tools)."""
+    return f"{call['namespace']}__{call['name']}" if call.get("namespace") else call["name"]
 
 
 def _chat_content(item):
@@ -258,37 +269,66 @@ def _chat_content(item):
 
 
 def _chat_tools(tools):
-    """(the function tools as chat tools, the place of each in `tools`, the hosted tools left out by name or
-    type). A malformed tool is a ValidationError naming it; a function tool is never left out."""
+    """(the function tools as chat tools, where each was in `tools`, the hosted tools left out by name or type,
+    {chat name: (namespace, name)} of the functions a namespace groups). A namespace's functions go upstream as
+    `<namespace>__<name>`, since Chat Completions has no namespaces. A malformed tool is a ValidationError naming it;
+    a function tool is never left out."""
     if tools is None:
-        return [], [], []
+        return [], [], [], {}
     if not isinstance(tools, list):
         raise ValidationError({"tools": "must be a list of tools"})
-    chat, places, left_out = [], [], []
+    chat, places, left_out, namespaced = [], [], [], {}
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
-        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-            raise ValidationError({where: 'must be a tool object with a "type"'})
-        if tool["type"] != "function":
+        _check_tool(tool, where)
+        if tool["type"] == "function":
+            chat.append(_chat_function(tool, where))
+            places.append(where)
+        elif tool["type"] == "namespace" and isinstance(tool.get("tools"), list):
+            namespace = tool.get("name")
+            if not isinstance(namespace, str) or not TOOL_NAME_PATTERN.match(namespace):
+                raise ValidationError({f"{where}.name": "must be 1 to 64 letters, digits, underscores or hyphens"})
+            for number, inner in enumerate(tool["tools"]):
+                inner_where = f"{where}.tools[{number}]"
+                _check_tool(inner, inner_where)
+                if inner["type"] != "function":
+                    left_out.append(f"{namespace}.{inner.get('name') or inner['type']}")
+                    continue
+                function = _chat_function(inner, inner_where, namespace)
+                chat.append(function)
+                places.append(inner_where)
+                namespaced[function["function"]["name"]] = (namespace, inner["name"])
+        else:
             left_out.append(tool.get("name") or tool.get("server_label") or tool["type"])
+    return chat, places, left_out, namespaced
+
+
+def _check_tool(tool, where):
+    if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+        raise ValidationError({where: 'must be a tool object with a "type"'})
+
+
+def _chat_function(tool, where, namespace=None):
+    """A function tool as a chat tool; named `<namespace>__<name>` when a namespace groups it."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+        raise ValidationError({f"{where}.name": "must be 1 to 64 letters, digits, underscores or hyphens"})
+    if namespace is not None:
+        name = f"{namespace}__{name}"
+        if not TOOL_NAME_PATTERN.match(name):
+            raise ValidationError({f"{where}.name": "with its namespace, must be at most 62 characters together"})
+    function = {"name": name}
+    for key, kind, what in (
+        ("description", str, "a string"),
+        ("parameters", dict, "a JSON Schema object"),
+        ("strict", bool, "true or false"),
+    ):
+        if tool.get(key) is None:
             continue
-        name = tool.get("name")
-        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
-            raise ValidationError({f"{where}.name": "must be 1 to 64 letters, digits, underscores or hyphens"})
-        function = {"name": name}
-        for key, kind, what in (
-            ("description", str, "a string"),
-            ("parameters", dict, "a JSON Schema object"),
-            ("strict", bool, "true or false"),
-        ):
-            if tool.get(key) is None:
-                continue
-            if not isinstance(tool[key], kind):
-                raise ValidationError({f"{where}.{key}": f"must be {what}"})
-            function[key] = tool[key]
-        chat.append({"type": "function", "function": function})
-        places.append(index)
-    return chat, places, left_out
+        if not isinstance(tool[key], kind):
+            raise ValidationError({f"{where}.{key}": f"must be {what}"})
+        function[key] = tool[key]
+    return {"type": "function", "function": function}
 
 
 def _settings(body):
@@ -346,7 +386,7 @@ def _named_as_sent(error, tool_places):
     for where, message in error.errors.items():
         found = re.match(r"tools\[(\d+)\]\.function\.(.*)", where)
         if found:
-            where = f"tools[{tool_places[int(found.group(1))]}].{found.group(2)}"
+            where = f"{tool_places[int(found.group(1))]}.{found.group(2)}"
         elif where.startswith("messages"):
             where = "input"
         named[where] = message
@@ -390,13 +430,15 @@ class _Output:
     def call(self, piece):
         yield from self.close_message()
         index = len(self.items)
+        namespace, name = self.request.namespaced.get(piece.name, (None, piece.name))
         item = {
             "id": f"fc_{self.hex}_{index}",
             "type": "function_call",
             "status": "in_progress",
             "call_id": piece.id,
-            "name": piece.name,
+            "name": name,
             "arguments": "",
+            **({"namespace": namespace} if namespace else {}),
         }
         yield {"type": "response.output_item.added", "output_index": index, "item": item}
         where = {"item_id": item["id"], "output_index": index}
@@ -404,7 +446,7 @@ class _Output:
         yield {
             "type": "response.function_call_arguments.done",
             **where,
-            "name": piece.name,
+            "name": name,
             "arguments": piece.arguments,
         }
         self.items.append({**item, "status": "completed", "arguments": piece.arguments})

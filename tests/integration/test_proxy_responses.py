@@ -351,6 +351,41 @@ def test_function_tools_go_upstream_as_chat_tools_and_hosted_tools_are_left_out(
     assert "<dt>Tools left out</dt>" in page and "<code>web_search</code>, <code>docs</code>" in page
 
 
+def test_the_functions_of_a_namespace_go_upstream_by_a_name_of_their_own_and_come_back_in_it(app, client, upstream):
+    put_agent(client, provider="upstream", client_tools={"crm__lookup": {"restrict_multiple_calls": True}})
+    twice = [("a", "crm__lookup", {"who": "Ada"}), ("b", "crm__lookup", {"who": "Bob"})]
+    upstream.replies = [
+        (200, completion(calls=twice)),
+        (200, completion(calls=[("c", "crm__lookup", {"who": "Ada"})])),
+        (200, completion("Ada is a customer.")),
+    ]
+    lookup = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
+    crm = {
+        "type": "namespace",
+        "name": "crm",
+        "description": "The CRM.",
+        "tools": [lookup, {"type": "custom", "name": "patch"}],
+    }
+    with proxy_client(app, "canvas") as sdk:
+        first = sdk.responses.with_raw_response.create(model="m", input="Who is Ada?", tools=[crm])
+        response = first.parse()
+        second = sdk.responses.with_raw_response.create(
+            model="m",
+            input=[{"role": "user", "content": "Who is Ada?"}, *as_input(response), *results_for(response)],
+            tools=[crm],
+        )
+
+    [call] = response.output
+    assert (call.namespace, call.name, call.call_id) == ("crm", "lookup", "c")
+    assert [tool["function"]["name"] for tool in upstream.bodies[0]["tools"]] == ["crm__lookup"]
+    sent_back = [message for message in upstream.bodies[2]["messages"] if message.get("tool_calls")][-1]
+    assert [(call["id"], call["function"]["name"]) for call in sent_back["tool_calls"]] == [("c", "crm__lookup")]
+    assert second.parse().output_text == "Ada is a customer."
+    assert first.headers["X-Toolgate-Run"] == second.headers["X-Toolgate-Run"]
+    run = client.get(f"/api/runs/{first.headers['X-Toolgate-Run']}").json
+    assert run["left_out_tools"] == ["crm.patch"] and run["rounds"][0]["calls"][0]["reason"] == "restricted_repeat"
+
+
 def test_a_structured_output_format_goes_upstream_as_response_format(app, client, upstream):
     put_agent(client, provider="upstream")
     upstream.replies = [(200, completion('{"title": "Home"}'))]
@@ -428,6 +463,15 @@ def test_an_upstream_500_reaches_the_client_in_openais_shape(app, client, upstre
             "is not a valid JSON Schema",
         ),
         ({"model": "m", "input": "Hi", "tools": ["f"]}, "tools[0]", "with a"),
+        (
+            {
+                "model": "m",
+                "input": "Hi",
+                "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "function"}]}],
+            },
+            "tools[0].tools[0].name",
+            "letters",
+        ),
         ({"model": "m", "input": "Hi", "tool_choice": {"type": "web_search"}}, "tool_choice", "must be auto"),
         ({"model": "m", "input": "Hi", "max_output_tokens": 0}, "max_output_tokens", "at least 1"),
         ({"model": "m", "input": "Hi", "text": {"format": {"type": "xml"}}}, "text.format", "json_schema"),
