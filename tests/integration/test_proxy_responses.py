@@ -253,6 +253,18 @@ def test_a_response_not_stored_cannot_be_continued_or_read_back(app, client):
     assert client.get("/api/runs").json["total"] == 1
 
 
+def test_pruning_a_run_deletes_the_responses_kept_of_it(app, client, runner, database):
+    put_agent(client, script=[{"content": "Hi."}, {"content": "Again."}])
+    with proxy_client(app, "canvas") as sdk:
+        old = sdk.responses.with_raw_response.create(model="gpt-x", input="Hello")
+        new = sdk.responses.create(model="gpt-x", input="Hello again")
+        database["runs"].update(int(old.headers["X-Toolgate-Run"]), {"created_at": "2020-01-01T00:00:00+00:00"})
+        assert runner.invoke(args=["prune-runs", "--older-than", "30"]).exit_code == 0
+        with pytest.raises(openai.NotFoundError):
+            sdk.responses.retrieve(old.parse().id)
+        assert sdk.responses.retrieve(new.id).id == new.id
+
+
 def test_a_response_kept_for_one_agent_is_not_found_through_another(app, client):
     put_agent(client, script=[{"content": "Hi."}])
     put_agent(client, "other", script=[{"content": "Hi."}])
