@@ -5,6 +5,7 @@ hidden re-asks and the recording are the ones Chat Completions clients get."""
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import openai
@@ -551,7 +552,9 @@ def test_the_agents_sdk_in_its_default_configuration_gets_one_placement_at_a_tim
                 pass
             return result
 
-        result = asyncio.run(run())
+        # In a thread of its own: the browser tests' Playwright keeps an event loop running in this one.
+        with ThreadPoolExecutor(1) as pool:
+            result = pool.submit(asyncio.run, run()).result(timeout=60)
 
     assert result.final_output == "Done."
     assert placed == ["hero", "text"]
