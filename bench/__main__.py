@@ -1,6 +1,6 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, engine_loop, gate_scaling, history, import_time, mcp, proxy, proxy_messages, tracing, web
+from . import concurrency, engine_loop, gate_scaling, history, import_time, mcp, proxy, tracing, web
 
 for report in (
     engine_loop.report,
@@ -12,7 +12,6 @@ for report in (
     proxy.report,
     tracing.report,
     mcp.report,
-    proxy_messages.report,
 ):
     report()
     print()

@@ -16,12 +16,15 @@ from werkzeug.exceptions import NotFound as HTTPNotFound
 
 from blueprints.forms.fields import ButtonForm, apply_errors
 from engine.proxy import chat_completions, messages
+from services import proxy as proxy_service
 from services.runs import RunConflict
 from store import NotFound, RevisionConflict, ValidationError
+from store.db import get_db
 from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
 MESSAGES_PATH = re.compile(r"/proxy/[^/]+/v1/messages(/|$)")  # Anthropic's Messages API and what lies under it
+PATH_LOGGED = 300  # characters of a refused proxy request's path that its log entry keeps
 
 
 def done(message, endpoint, **values):
@@ -132,9 +135,19 @@ def proxy_error(status, message, code=None):
     return jsonify(proxy_api().error_body(status, message, code=code)), status
 
 
+def log_proxy_refusal(status, message):
+    """Put a request under /proxy/<agent id>/ that the proxy refuses in the log, naming the agent, the path and why
+    (services.proxy.log_refusal)."""
+    agent_id = request.path.split("/")[2] if request.path.count("/") >= 2 else ""
+    path = request.path[:PATH_LOGGED]
+    proxy_service.log_refusal(get_db(), agent_id or None, request.method, path, status, message)
+
+
 def error_response(code, title, message):
     """An error as the API's JSON, an htmx notice or a page; in the client's API's shape for the policy proxy."""
     if is_proxy_request():
+        if code < 500:
+            log_proxy_refusal(code, message)
         return proxy_error(code, message)
     if is_api_request():
         return json_error(code, message)

@@ -86,8 +86,8 @@ def decide(run_id):
 
 @bp.get("/runs")
 def list_runs():
-    """Run summaries, newest first: ?agent=&stop_reason=&source=, then ?before=ID or ?after=ID (the `older` and `newer`
-    links of each answer), or ?page=N for the first pages. Every answer has the same keys; `page` is null on a
+    """Run summaries, newest first: ?agent=&stop_reason=&source=&api=, then ?before=ID or ?after=ID (the `older` and
+    `newer` links of each answer), or ?page=N for the first pages. Every answer has the same keys; `page` is null on a
     page reached by id."""
     stop_reason = request.args.get("stop_reason") or None
     if stop_reason is not None and stop_reason not in STOP_REASONS:
@@ -95,8 +95,11 @@ def list_runs():
     source = request.args.get("source") or None
     if source is not None and source not in run_store.SOURCES:
         return json_error(400, f"must be one of {', '.join(run_store.SOURCES)}", "source")
+    api = request.args.get("api") or None
+    if api is not None and api not in run_store.APIS:
+        return json_error(400, f"must be one of {', '.join(run_store.APIS)}", "api")
     before, after = keyset_ids()
-    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source, "api": api}
     page_text = request.args.get("page", "").strip()
     number = whole_number(page_text, 1, MAX_NUMBERED_PAGE)
     db = get_db()
@@ -110,7 +113,7 @@ def list_runs():
         return json_error(400, message, "page")
     else:
         page, number, _ = run_store.numbered_runs_page(db, **filters, number=number)
-    query = {"agent": filters["agent_id"], "stop_reason": stop_reason, "source": source}
+    query = {"agent": filters["agent_id"], "stop_reason": stop_reason, "source": source, "api": api}
     return jsonify(
         {
             "runs": page.rows,

@@ -8,7 +8,11 @@ from store.db import get_db
 
 bp = Blueprint("log", __name__)
 
-KIND_TEXTS = {"policy_violation": "Policy violation", "provider_error": "Provider error"}
+KIND_TEXTS = {
+    "policy_violation": "Policy violation",
+    "provider_error": "Provider error",
+    "proxy_refused": "Proxy request refused",
+}
 
 
 @bp.get("/log")

@@ -12,10 +12,11 @@ from itertools import chain
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
 
-from blueprints import openai_error
+from blueprints import log_proxy_refusal
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
+from engine.proxy import responses as responses_api
 from services import proxy as proxy_service
 from services.settings import run_options
 from services.tracing import traced
@@ -28,14 +29,17 @@ bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
 RUN_HEADER = "X-Toolgate-Run"
 
 
-def _unknown_agent(error):
-    return openai_error(404, str(error), code="agent_not_found")
-
-
 def _api_error(api, status, message, **fields):
     response = jsonify(api.error_body(status, message, **fields))
     response.status_code = status
     return response
+
+
+def _refused(api, status, message, **fields):
+    """A request the proxy cannot serve: in the log (blueprints.log_proxy_refusal), and answered in the API's
+    error shape."""
+    log_proxy_refusal(status, message)
+    return _api_error(api, status, message, **fields)
 
 
 def answer_in(api, agent_id):
@@ -43,10 +47,10 @@ def answer_in(api, agent_id):
     recorded. A body that is not sent as JSON is refused before anything is read: a web page can post text/plain
     across sites without asking, and this endpoint spends the server's model account."""
     if not request.is_json:
-        return _api_error(api, 415, "The body must be sent as JSON (Content-Type: application/json).")
+        return _refused(api, 415, "The body must be sent as JSON (Content-Type: application/json).")
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
-        return _api_error(api, 400, "The body must be a JSON object.")
+        return _refused(api, 400, "The body must be a JSON object.")
     options = run_options()
     services = {"registry": options["registry"], "environ": options["environ"], "transport": options["transport"]}
     try:
@@ -54,9 +58,11 @@ def answer_in(api, agent_id):
             return _streamed(api, agent_id, body, services)
         client_request, exchange, run = proxy_service.answer_and_record(get_db(), agent_id, body, api, **services)
     except NotFound as error:
-        return _api_error(api, 404, str(error), code="agent_not_found")
+        return _refused(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
-        return _api_error(api, 400, str(error), code="invalid_value", param=error.field)
+        return _refused(api, 400, str(error), code="invalid_value", param=error.field)
+    except responses_api.NotStored as error:
+        return _refused(api, error.status, error.message, code=error.code, param=error.param)
     traced(run)
     if exchange.error is not None:
         response = _upstream_error(api, exchange.error)
@@ -107,6 +113,20 @@ def messages(agent_id):
     return answer_in(messages_api, agent_id)
 
 
+@bp.post("/responses")
+def responses(agent_id):
+    return answer_in(responses_api, agent_id)
+
+
+@bp.get("/responses/<response_id>")
+def response(agent_id, response_id):
+    """A response the agent's proxy kept (OpenAI's `GET /responses/<id>`)."""
+    try:
+        return jsonify(proxy_service.kept_response(get_db(), agent_id, response_id))
+    except NotFound as error:
+        return _refused(responses_api, 404, str(error), code="not_found")
+
+
 @bp.get("/models")
 def models(agent_id):
     """The model the proxy answers with: the agent's, else its connection's default (`scripted` for the scripted
@@ -115,7 +135,7 @@ def models(agent_id):
     try:
         agent = agent_store.get_agent(db, agent_id)
     except NotFound as error:
-        return _unknown_agent(error)
+        return _refused(chat_completions_api, 404, str(error), code="agent_not_found")
     model = agent["model"] or _default_model(db, agent["provider"])
     data = [{"id": model, "object": "model", "created": 0, "owned_by": "toolgate"}] if model else []
     return jsonify({"object": "list", "data": data})

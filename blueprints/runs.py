@@ -59,6 +59,7 @@ def run_text_helpers():
         "review_text": run_texts.review_text,
         "elapsed_ms": elapsed_ms,
         "source_label": run_texts.source_label,
+        "api_label": run_texts.api_label,
     }
 
 
@@ -189,9 +190,10 @@ def list_runs():
     db = get_db()
     agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
     source = request.args.get("source") if request.args.get("source") in run_store.SOURCES else None
+    api = request.args.get("api") if request.args.get("api") in run_store.APIS else None
     before, after = keyset_ids_or_400()
     page = run_store.list_runs(
-        db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source
+        db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source, api=api
     )
     tokens = run_usage.total_tokens_by_run(db, [run["id"] for run in page.rows])
     return render_template(
@@ -204,6 +206,8 @@ def list_runs():
         agent_ids=run_store.run_agent_ids(db),
         stop_reasons=STOP_REASONS,
         sources=run_store.SOURCES,
+        api=api,
+        apis=run_store.APIS,
     )
 
 

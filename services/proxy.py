@@ -13,12 +13,17 @@ from engine.proxy import chat_completions
 from engine.proxy.serve import StreamedAnswer
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
+from engine.round import log_entry, write_log
 from engine.tools import default_registry
 from store import NotFound
 from store import agents as agent_store
+from store import log as log_store
 from store import providers as provider_store
+from store import responses as response_store
 from store import runs as run_store
-from store.db import pooled_db
+from store.db import pooled_db, write_transaction
+
+REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not serve
 
 
 class StoredRuns:
@@ -40,11 +45,12 @@ class StoredRuns:
 
 def answer_and_record(db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
-    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent and ValidationError naming
-    the field of a bad body; a failed upstream request is a stored run with stop_reason "error" and the Exchange's
-    `error`."""
+    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
+    the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept; a failed
+    upstream request is a stored run with stop_reason "error" and the Exchange's `error`."""
     config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport)
     exchange, run = serve(config, merged, request, upstream, StoredRuns(db, agent_id))
+    keep_answer(db, agent_id, api, request, exchange, run)
     return request, exchange, run
 
 
@@ -52,8 +58,9 @@ def stream_and_record(
     database_path, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
-    The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded then:
-    the stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
+    The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded (and
+    the answer kept, for the Responses API) then: the stream outlives the request that started it. Raises as
+    answer_and_record before anything is sent."""
     held = ExitStack()
     db = held.enter_context(pooled_db(database_path))
     try:
@@ -65,16 +72,33 @@ def stream_and_record(
 
     def pieces():
         with held:
-            yield from streamed.pieces()
+            try:
+                yield from streamed.pieces()
+            finally:
+                keep_answer(db, agent_id, api, request, streamed.live.exchange, streamed.run)
 
     return request, streamed, pieces()
 
 
 def _prepared(db, agent_id, body, api, registry, environ, transport):
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
-    request = api.read(body)
+    request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id))
     upstream = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
     return config, merged, request, upstream
+
+
+def keep_answer(db, agent_id, api, request, exchange, run):
+    """Keep what the client's API refers back to of the answer (a Responses API response), with the run it joined."""
+    kept = api.kept(exchange, request)
+    if kept is not None:
+        response_store.save_response(db, agent_id, run["id"], kept)
+
+
+def kept_response(db, agent_id, response_id):
+    """A response the agent's proxy kept, as its client got it. Raises store.NotFound for an unknown agent or
+    response."""
+    agent_store.get_agent(db, agent_id)
+    return response_store.get_response(db, agent_id, response_id)
 
 
 def _connection_of(db, provider_id):
@@ -86,3 +110,14 @@ def _connection_of(db, provider_id):
         return {provider_id: provider_store.get_provider(db, provider_id)}
     except NotFound:
         return {}
+
+
+def log_refusal(db, agent_id, method, path, status, reason):
+    """A request the proxy could not serve (an unknown path or agent, a body it cannot read) in the log, with the
+    agent it named, the path and why: no run records it, and the client alone would know otherwise."""
+    entries = []
+    write_log(
+        [log_entry("warning", REFUSED, agent_id, f"{method} {path} was refused with HTTP {status}: {reason}")], entries
+    )
+    with write_transaction(db):
+        log_store.add_entries(db, entries)

@@ -45,6 +45,7 @@ STATUS_TEXTS = {
 }
 CLIENT_STATUS_TEXTS = {"executed": "Run by the client", "allowed": "Sent to the client"}
 SOURCE_LABELS = {"page": "Run page", "api": "API", "cli": "Command line", "proxy": "Policy proxy", "case": "Case"}
+API_LABELS = {"chat_completions": "Chat Completions", "responses": "Responses", "messages": "Messages"}
 
 
 def stop_reason_text(run):
@@ -101,3 +102,8 @@ def review_text(review):
 def source_label(source):
     """Where a run came from, in words; runs stored before Toolgate recorded it say nothing."""
     return SOURCE_LABELS.get(source, "—")
+
+
+def api_label(api):
+    """The API a proxied run's client spoke, by the name its provider gives it."""
+    return API_LABELS.get(api, api)

@@ -325,6 +325,39 @@ def _create_tool_servers(db):
     )
 
 
+@migrations(name="0066_create_responses")
+def _create_responses(db):
+    # The proxy's Responses API keeps each answered response (unless the client said `store: false`), so a later
+    # request can continue it by previous_response_id or refer to its output items. `response` is the response
+    # object as the client got it, `input` the conversation items it answered, both as JSON. No foreign key: like
+    # a run, a kept response outlives its agent.
+    db["responses"].create(
+        {"id": str, "agent_id": str, "run_id": int, "input": str, "response": str, "created_at": str},
+        pk="id",
+        not_null={"agent_id", "input", "response", "created_at"},
+    )
+    db["responses"].create_index(["run_id"])
+
+
+@migrations(name="0067_add_run_api")
+def _add_run_api(db):
+    # The API a proxied run's client spoke (SPEC §8): chat_completions, responses or messages; null for a run that
+    # was not proxied. Proxied runs stored before said nothing, or said it in `result` only: they read as they were
+    # recorded, and as chat_completions, the only API the proxy spoke then. The runs list filters by it: the
+    # counts per API, and an index per filter combination it is most used with.
+    db["runs"].add_column("api", str)
+    db.execute(
+        "UPDATE runs SET api = coalesce(json_extract(result, '$.api'), 'chat_completions') WHERE source = 'proxy'"
+    )
+    db.executescript(
+        "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_delete; DROP TRIGGER run_counts_update; "
+        "DROP TABLE run_counts;"
+    )
+    _create_counts_table(db, "run_counts", "runs", ("stop_reason", "source", "api"))
+    for columns in (["api"], ["agent_id", "api"], ["stop_reason", "api"], ["agent_id", "stop_reason", "api"]):
+        db["runs"].create_index([*columns, "id"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

@@ -23,22 +23,24 @@ from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
 SUMMARY = (
-    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, created_at, "
+    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, api, created_at, "
     "state, lease_until"
 )
 SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC §8)
+APIS = ("chat_completions", "responses", "messages")  # the API a proxied run's client spoke (SPEC §8)
 
 
 def _row(run):
     """The runs row of a run dict, but its id and creation time: run_format's (what step 0007 writes, which must
-    not change), the run's state, where it came from (in its column only, like run_format's columns: a null in
-    `result`) and, for a proxied run, its conversation's key."""
+    not change), the run's state, where it came from and the API its client spoke (each in its column only, like
+    run_format's columns: a null in `result`) and, for a proxied run, its conversation's key."""
     conversation = run.get("conversation")
-    source = run.get("source")
+    in_columns = {key: None for key in ("source", "api") if isinstance(run.get(key), str)}
     return {
-        **stored_row({**run, "source": None} if isinstance(source, str) else run),
+        **stored_row({**run, **in_columns}),
         "state": run.get("state", FINISHED),
-        "source": source,
+        "source": run.get("source"),
+        "api": run.get("api"),
         "conversation_key": conversation.get("key") if isinstance(conversation, dict) else None,
     }
 
@@ -148,6 +150,8 @@ def _run_from_row(row):
     run = run_from_row(row)
     if "source" in run and run["source"] is None:
         run["source"] = row["source"]
+    if row["api"] is not None:  # a proxied run stored before it was recorded reads as chat_completions (step 0067)
+        run["api"] = row["api"]
     if "state" in run or row["state"] != FINISHED:  # a run stored before states existed reads as it was stored
         run["state"] = _state(row)
     if run.get("state", FINISHED) != FINISHED:
@@ -188,16 +192,16 @@ def get_run(db, run_id):
     return _run_from_row(get_row(db, "runs", run_id, f"No run with id {run_id}."))
 
 
-def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE, source=None):
+def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE, source=None, api=None):
     """The page of run summaries below the run id `before` or above `after` (or the newest), newest first: a
     store.history.Page. Summaries carry the listing columns only, never the whole run."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source, "api": api}
     return _summaries(history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before, after))
 
 
-def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None):
+def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None, api=None):
     """Page `number` of run summaries (1 is the newest), for the API's `?page=`: (Page, number, page count)."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source, "api": api}
     page, number, pages = history.numbered_page(db, "runs", "run_counts", filters, SUMMARY, per_page, number)
     return _summaries(page), number, pages
 
@@ -223,12 +227,13 @@ def previous_run_id(db, run):
 
 
 def prune_runs(db, created_before, agent_id=None):
-    """Delete the runs created before the ISO timestamp `created_before` (of one agent, or of all) and their log
-    entries, in one transaction: (runs deleted, log entries deleted). Entries from the gate API have no run and
-    stay."""
+    """Delete the runs created before the ISO timestamp `created_before` (of one agent, or of all), their log
+    entries and the proxy's responses kept of them, in one transaction: (runs deleted, log entries deleted).
+    Entries from the gate API have no run and stay."""
     where = "created_at < ?" + (" AND agent_id = ?" if agent_id is not None else "")
     parameters = [created_before, *([agent_id] if agent_id is not None else [])]
     with write_transaction(db):
         entries = db.execute(f"DELETE FROM log WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
+        db.execute(f"DELETE FROM responses WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
         runs = db.execute(f"DELETE FROM runs WHERE {where}", parameters)
     return runs.rowcount, entries.rowcount

@@ -4,7 +4,9 @@
   already happened in the current turn; the Chat Completions body is read here.
 - `core`: the exchange — ask upstream, put each response through the round (engine.round), hide rejected rounds and
   ask again, hand the client a compliant answer (a chat completion).
-- `stream`: that answer as the Chat Completions stream.
+- `chat_completions`, `responses`: the APIs the proxy speaks, one module each (read, answer, stream, error shape,
+  what to keep): Chat Completions is the canonical form; the Responses API is translated into it and back.
+- `stream`: the pieces an answer streams as, whatever API streams them.
 - `upstream`: the agent's provider as the proxy's upstream.
 - `client_tools`: the tools a client runs, as the gate sees them.
 - `recording`: proxied conversations as runs; `serve`: one request answered and recorded, the one sequence every

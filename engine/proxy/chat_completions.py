@@ -1,10 +1,11 @@
 """OpenAI's Chat Completions API, as the proxy speaks it: the canonical form, so its translation is the identity.
 
-Every API the proxy speaks is one module like this one: `read(body)` turns the client's body into a ProxyRequest
-(ValidationError naming the field), `answer(exchange, request)` the exchange's chat completion into the body the
-client gets, `stream(pieces, request)` the answer's pieces (engine.proxy.stream) into its stream's bytes, and
-`error_body(...)` an error into the API's error shape. The gate, the re-asks, the counts and the recording never
-know which API the client spoke.
+Every API the proxy speaks is one module like this one: `read(body, stored)` turns the client's body into a
+ProxyRequest (ValidationError naming the field; `stored(response id)` gives a response the proxy kept, or None),
+`answer(exchange, request)` the exchange's chat completion into the body the client gets, `stream(pieces, request)`
+the answer's pieces (engine.proxy.stream) into its stream's bytes, `error_body(...)` an error into the API's error
+shape, and `kept(exchange, request)` is what to keep of an answer for later requests to refer to (None for an API
+that never refers back). The gate, the re-asks, the counts and the recording never know which API the client spoke.
 """
 
 from .request import CHAT_COMPLETIONS, read_request
@@ -13,12 +14,18 @@ from .stream import Call, End, Failure, Start, Text, server_sent_events
 NAME = CHAT_COMPLETIONS
 
 
-def read(body):
+def read(body, stored=None):
+    """`stored`: the responses the proxy kept, which only the Responses API refers to."""
     return read_request(body)
 
 
 def answer(exchange, request):
     return exchange.completion
+
+
+def kept(exchange, request):
+    """Nothing: a Chat Completions client sends its whole conversation with every request."""
+    return None
 
 
 def completion_chunks(pieces, include_usage=False):

@@ -46,8 +46,9 @@ CHAT_TOOL_FIELD = re.compile(r"tools\[(\d+)\]\.function\.(name|description|param
 TOOL_FIELDS = {"name": "name", "description": "description", "parameters": "input_schema"}
 
 
-def read(body):
-    """The client's Messages body as a ProxyRequest; ValidationError naming the field as the client wrote it."""
+def read(body, stored=None):
+    """The client's Messages body as a ProxyRequest; ValidationError naming the field as the client wrote it.
+    `stored`: the responses the proxy kept, which only the Responses API refers to."""
     if not isinstance(body, dict):
         raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
     tools, where, left_out = _tools(body.get("tools"))
@@ -287,6 +288,11 @@ def _as_written(error, where):
 
 def answer(exchange, request):
     return message_of(pieces_of(exchange.completion))
+
+
+def kept(exchange, request):
+    """Nothing: a Messages client sends its whole conversation with every request."""
+    return None
 
 
 def tool_input(arguments):
