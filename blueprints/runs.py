@@ -21,6 +21,7 @@ from engine import STOP_REASONS, ValidationError
 from engine.config import load_agent, overrides_between
 from store import NotFound, run_execution, run_usage
 from store import agents as agent_store
+from store import cases as case_store
 from store import providers as provider_store
 from store import runs as run_store
 from store.db import get_db
@@ -131,7 +132,7 @@ def run_agent_page(agent_id):
     agent = get_or_404(agent_store.get_agent, db, agent_id)
     tools = tool_registry().parameters_by_name()
     if request.method == "GET":
-        message, overrides = "", None
+        message, overrides = case_store.sample_message(db, agent_id), None
         previous_id = request.args.get("from", type=int)
         if previous_id is not None:
             previous = get_or_404(run_store.get_run, db, previous_id)

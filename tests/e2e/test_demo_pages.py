@@ -1,0 +1,21 @@
+"""The demo as a newcomer meets it after `make run`, in headless Chromium: each demo agent's run page offers its
+case's message, so the first Run runs."""
+
+import pytest
+from playwright.sync_api import expect
+
+from store.demo import DEMO_CASES
+from tests.e2e.run_page import fact
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_demo_agents_run_page_offers_its_sample_message_and_runs_it(page, demo_server):
+    page.goto(f"{demo_server.url}/agents/catalog_explorer/run")
+    message = page.get_by_role("textbox", name="Message", exact=True)
+    expect(message).to_have_value(DEMO_CASES["catalog_explorer"][1])
+
+    page.get_by_role("button", name="Run", exact=True).click()
+
+    expect(fact(page, "Stop reason")).to_have_text("Answered")
+    expect(page.get_by_text("Message is required.")).to_have_count(0)
