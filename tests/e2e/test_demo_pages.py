@@ -1,6 +1,8 @@
 """The demo as a newcomer meets it after `make run`, in headless Chromium: each demo agent's run page offers its
 case's message, so the first Run runs."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -19,3 +21,17 @@ def test_a_demo_agents_run_page_offers_its_sample_message_and_runs_it(page, demo
 
     expect(fact(page, "Stop reason")).to_have_text("Answered")
     expect(page.get_by_text("Message is required.")).to_have_count(0)
+
+
+def test_the_proxy_demo_agents_run_page_points_to_the_proxy_and_its_run_says_no_tools_were_offered(page, demo_server):
+    page.goto(f"{demo_server.url}/agents/browser_canvas/run")
+    note = page.get_by_role("region", name="This agent's tools run in its client")
+    expect(note.get_by_test_id("proxy-base-url")).to_have_text(f"{demo_server.url}/proxy/browser_canvas/v1")
+    expect(note.get_by_test_id("proxy-example")).to_have_text(
+        f"TOOLGATE_URL={demo_server.url} .venv/bin/python examples/proxy_client.py"
+    )
+
+    page.get_by_role("button", name="Run", exact=True).click()
+
+    expect(page.get_by_test_id("no-tools-offered")).to_contain_text("No tools offered.")
+    expect(page.get_by_test_id("tools-offered")).to_have_text(re.compile(r"Tools offered:\s+no tools"))
