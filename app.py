@@ -11,6 +11,7 @@ from blueprints import (
     agents,
     api,
     api_cases,
+    api_providers,
     api_runs,
     auth,
     cases,
@@ -111,6 +112,8 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(compare.bp)
     app.register_blueprint(api_cases.bp)
     csrf.exempt(api_cases.bp)  # JSON only, like the agents API
+    app.register_blueprint(api_providers.bp)
+    csrf.exempt(api_providers.bp)  # JSON only, like the agents API
     app.register_blueprint(proxy.bp)
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
     register_error_handlers(app)
