@@ -12,6 +12,7 @@ from flask_wtf.csrf import CSRFError
 from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 
+from blueprints import setting_summaries
 from blueprints.forms import DeleteForm, apply_errors
 from store import NotFound, ValidationError
 from store.history import ID_MAX
@@ -197,5 +198,6 @@ def timestamp(value, zone=True):
 
 def register_template_helpers(app):
     app.jinja_env.filters["timestamp"] = timestamp
+    app.jinja_env.globals["tool_settings_summary"] = setting_summaries.tool_settings_summary
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

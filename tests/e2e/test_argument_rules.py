@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.run_page import round_section, start_run
+from tests.e2e.tool_settings import tool_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -15,7 +16,7 @@ NOT_ALLOWED = "Error: invalid value for entity_type in list_bundles: user is not
 
 
 def tool(page, name):
-    return page.get_by_role("group", name=name, exact=True)
+    return tool_settings(page, name)
 
 
 def argument(page, tool_name, name):

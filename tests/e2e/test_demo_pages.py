@@ -35,3 +35,38 @@ def test_the_proxy_demo_agents_run_page_points_to_the_proxy_and_its_run_says_no_
 
     expect(page.get_by_test_id("no-tools-offered")).to_contain_text("No tools offered.")
     expect(page.get_by_test_id("tools-offered")).to_have_text(re.compile(r"Tools offered:\s+no tools"))
+
+
+def test_a_demo_agents_edit_page_folds_each_tools_settings_to_what_differs_and_keeps_save_in_reach(page, demo_server):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{demo_server.url}/agents/catalog_explorer/edit")
+    bundles = page.get_by_role("group", name="list_bundles", exact=True)
+    types = page.get_by_role("group", name="list_entity_types", exact=True)
+
+    expect(bundles.get_by_test_id("settings-summary")).to_have_text("one call per response")
+    expect(types.get_by_test_id("settings-summary")).to_have_text("no restriction: every setting at its default")
+    expect(bundles.get_by_label("Restrict to one call per response")).to_be_hidden()
+    expect(page.get_by_role("button", name="Save agent")).to_be_in_viewport()
+
+    bundles.get_by_text("Settings:").click()
+    expect(bundles.get_by_label("Restrict to one call per response")).to_be_checked()
+    bundles.get_by_label("Max calls per run").fill("-1")
+    page.get_by_role("button", name="Save agent").click()
+
+    # Not saved: the tool with the error comes back open, its error beside the field; the others stay folded.
+    bundles = page.get_by_role("group", name="list_bundles", exact=True)
+    expect(bundles.get_by_label("Max calls per run")).to_be_visible()
+    expect(bundles.get_by_label("Max calls per run")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_role("group", name="list_entity_types", exact=True).get_by_label("Require usage")).to_be_hidden()
+
+
+def test_the_run_scrolls_into_view_when_it_arrives_below_the_open_settings(page, demo_server):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{demo_server.url}/agents/canvas_reviewed/run")
+    page.get_by_text("Settings for this run").click()
+    page.get_by_text("Other tools (enable for this run)").click()
+    assert page.evaluate("document.body.scrollHeight") > 2 * 800
+
+    page.get_by_role("button", name="Run", exact=True).click()
+
+    expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+"))).to_be_in_viewport()

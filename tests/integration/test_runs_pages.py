@@ -130,8 +130,9 @@ def test_every_call_shows_what_went_back_to_the_model(client, bundles):
     restricted = texts.RESTRICTED_REPEAT.replace("[tool_name]", "list_bundles")
     assert [call.id for call in calls] == ["call_1_1", "call_1_2", "call_2_1", "call_3_1"]
     assert [call.sent_back for call in calls[:2]] == [restricted, restricted]
-    assert calls[2].sent_back.startswith('{"entity_type": "node", "bundles": [{"id": "article"')  # round 2's output
-    assert calls[3].sent_back.startswith('{"entity_type": "taxonomy_term", "bundles": [{"id": "tags"')
+    # An output that is JSON reads formatted: round 2's and round 3's.
+    assert calls[2].sent_back.startswith('{\n  "entity_type": "node",\n  "bundles": [\n    {\n      "id": "article"')
+    assert json.loads(calls[3].sent_back)["bundles"] == [{"id": "tags", "label": "Tags"}]
 
 
 def test_mixed_response_rejects_the_unrestricted_call_as_collateral(client, bundles):
