@@ -9,7 +9,7 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import confirm_delete, done, forms, get_or_404, tool_registry
+from blueprints import confirm_delete, done, forms, get_or_404, run_charts, tool_registry
 from blueprints.client_tool_forms import client_tool_edit, posted_client_tools
 from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, TOOL_NAME_PATTERN, ValidationError, machine_name
@@ -124,6 +124,7 @@ def view_agent(agent_id):
     return render_template(
         "agents/view.html",
         agent=agent,
+        charts=run_charts.charts(db, agent_id=agent_id),
         cases=case_store.list_cases(db, agent_id),
         check_cases_form=forms.DeleteForm(),
         tools={tool.name: tool for tool in tool_registry()},

@@ -6,12 +6,20 @@ STOP_REASON_TEXTS = {
     "tools_disabled": "Tools disabled",
     "error": "Error",
     "truncated": "Truncated: the answer was cut off at the token limit",
-    "content_filter": "Stopped by the provider's content filter",
+    "content_filter": "Content filter: the provider's filter stopped the answer",
     "stopped": "Stopped by a person",
     "awaiting_client": "Waiting for the client to run its tool calls",
 }
-# A run that has not ended has no stop reason: its state says where it is.
-STATE_TEXTS = {"running": "Running", "awaiting_approval": "Awaiting approval", "interrupted": "Interrupted"}
+# A run that has not ended has no stop reason: its state says where it is. The runs list shows each stop reason's
+# short label (stop_reason_label), and a run's page that label with what it means (each text starts with it).
+STATE_TEXTS = {
+    "running": "Running",
+    "awaiting_approval": "Awaiting approval",
+    "interrupted": "Interrupted",
+    "abandoned": "Abandoned: its client never came back",
+}
+# States that say more than the stop reason stored with them: a proxied run that waited for its client in vain.
+OVERRIDING_STATES = ("abandoned",)
 # Under an answer the provider cut off: the partial text is the answer, and says so.
 CUT_OFF_TEXTS = {
     "truncated": "Cut off: the model reached its token limit (finish reason length) before it finished.",
@@ -19,7 +27,7 @@ CUT_OFF_TEXTS = {
 }
 ERROR_PREVIEW_CHARS = 500  # of a provider's error, shown before "the rest of the error"
 ROUND_CAP_FORCED = "Round cap reached — forced answer without tools"
-ROUND_CAP_MESSAGE = "Stopped at the round cap"
+ROUND_CAP_MESSAGE = "Round cap reached — stopped with the round cap message"
 ROUND_CAP_LABEL = "Round cap reached"
 STOP_REASON_LABELS = {"truncated": "Truncated", "content_filter": "Content filter"}
 REASON_TEXTS = {
@@ -51,7 +59,7 @@ def stop_reason_text(run):
     """The stop reason of a run in words. round_cap says whether the answer was forced by one more request
     without tools, or is the round cap message."""
     reason = run.get("stop_reason")
-    if reason is None:
+    if reason is None or run.get("state") in OVERRIDING_STATES:
         return STATE_TEXTS.get(run.get("state"), "")
     if reason == "round_cap":
         rounds = run.get("rounds") or []
@@ -62,7 +70,7 @@ def stop_reason_text(run):
 
 def stop_reason_label(reason, state=None):
     """A stop reason in words without a run at hand (filters, lists); a run without one, its state."""
-    if reason is None:
+    if reason is None or state in OVERRIDING_STATES:
         return STATE_TEXTS.get(state, "")
     if reason == "round_cap":
         return ROUND_CAP_LABEL

@@ -14,7 +14,7 @@ import time
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_texts, tool_registry
+from blueprints import get_or_404, keyset_ids_or_400, list_filters, run_charts, run_texts, tool_registry
 from blueprints.forms import DeleteForm, SaveCaseForm, apply_errors, run_form
 from blueprints.security import configured_names
 from engine import STOP_REASONS, ValidationError
@@ -197,13 +197,23 @@ def list_runs():
     db = get_db()
     agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
     source = request.args.get("source") if request.args.get("source") in run_store.SOURCES else None
+    state = request.args.get("state") if request.args.get("state") in run_store.STATES else None
     before, after = keyset_ids_or_400()
-    page = run_store.list_runs(
-        db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source
-    )
+    if state:
+        page = run_store.runs_in_state(db, state, agent_id=agent_id, source=source)
+        stop_reason = None
+    else:
+        page = run_store.list_runs(
+            db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source
+        )
     tokens = run_usage.total_tokens_by_run(db, [run["id"] for run in page.rows])
     return render_template(
         "runs/list.html",
+        charts=run_charts.charts(
+            db, agent_id=agent_id, stop_reason=run_charts.chart_stop_reason(stop_reason, state), source=source
+        ),
+        state=state,
+        states=run_store.STATES,
         tokens=tokens,
         page=page,
         agent_id=agent_id,

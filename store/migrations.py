@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from sqlite_utils import Migrations
 
-from . import run_format
+from . import run_charts, run_format
 from .db import write_transaction
 
 migrations = Migrations("toolgate")
@@ -255,6 +255,24 @@ def _add_run_conversation_key(db):
     # A proxied run's digest of the conversation its client holds, so the client's next request finds the run.
     db["runs"].add_column("conversation_key", str)
     db["runs"].create_index(["agent_id", "conversation_key"])
+
+
+@migrations(name="0062_run_charts")
+def _run_charts(db):
+    # The run charts (store/run_charts.py) read two counts tables that triggers keep in step with the runs; each run
+    # row carries what they count it by. Runs stored before get those columns from their stored run.
+    db["runs"].add_column("rounds_used", int)
+    db["runs"].add_column("rejections", str)
+    last_id = 0
+    while True:
+        rows = list(db.query("SELECT * FROM runs WHERE id > ? ORDER BY id LIMIT 500", [last_id]))
+        if not rows:
+            break
+        for row in rows:
+            db["runs"].update(row["id"], run_charts.chart_columns(run_format.run_from_row(row)))
+        last_id = rows[-1]["id"]
+    db.executescript(run_charts.chart_triggers_sql())
+    db.executescript(run_charts.fill_counts_sql())
 
 
 def _carry_over_legacy_names(db):

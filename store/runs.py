@@ -14,9 +14,10 @@ import json
 import time
 from dataclasses import replace
 
-from . import get_row, history, insert_row, now
+from . import get_row, history, insert_row, now, select_rows
 from . import log as log_store
 from .db import write_transaction
+from .run_charts import chart_columns
 from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
@@ -27,13 +28,29 @@ SUMMARY = (
 FINISHED = "finished"
 RUNNING = "running"
 INTERRUPTED = "interrupted"
+AWAITING_APPROVAL = "awaiting_approval"
+AWAITING_CLIENT = "awaiting_client"  # the stop reason of a proxied run whose client got tool calls to run
+ABANDONED = "abandoned"
+# A proxied run waiting for its client reads `abandoned` once the client has sent no request for this long: its
+# `lease_until` is set this far ahead at every request, as a step's lease is for a live run.
+ABANDONED_AFTER_SECONDS = 30 * 60
+# The states the runs list filters by besides the stop reasons, each a condition on the runs (`:now`: Unix time).
+# Runs in them are few (they have not ended, or not for long), so their list is one page of the newest.
+STATE_CONDITIONS = {
+    RUNNING: "state = 'running' AND lease_until >= :now",
+    AWAITING_APPROVAL: "state = 'awaiting_approval'",
+    INTERRUPTED: "state = 'running' AND lease_until < :now",
+    ABANDONED: "stop_reason = 'awaiting_client' AND lease_until < :now",
+}
+STATES = tuple(STATE_CONDITIONS)
+STATE_PAGE = 200  # the newest runs in one state a list shows
 SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC §8)
 
 
 def _row(run):
     """The runs row of a run dict, but its id and creation time: run_format's (what step 0007 writes, which must
     not change), the run's state, where it came from (in its column only, like run_format's columns: a null in
-    `result`) and, for a proxied run, its conversation's key."""
+    `result`), for a proxied run its conversation's key, and what the charts count it by (store/run_charts.py)."""
     conversation = run.get("conversation")
     source = run.get("source")
     return {
@@ -41,6 +58,8 @@ def _row(run):
         "state": run.get("state", FINISHED),
         "source": source,
         "conversation_key": conversation.get("key") if isinstance(conversation, dict) else None,
+        **chart_columns(run),
+        **({"lease_until": time.time() + ABANDONED_AFTER_SECONDS} if run.get("stop_reason") == AWAITING_CLIENT else {}),
     }
 
 
@@ -137,11 +156,15 @@ def request_stop(db, run_id):
 
 
 def _state(row):
-    """The run's state as people read it: a running run whose lease has passed is interrupted."""
+    """The run's state as people read it: a running run whose lease has passed is interrupted; a proxied run whose
+    client has not come back within ABANDONED_AFTER_SECONDS is abandoned."""
     state = row.get("state") or FINISHED
     lease_until = row.get("lease_until")
-    if state == RUNNING and lease_until is not None and lease_until < time.time():
+    passed = lease_until is not None and lease_until < time.time()
+    if state == RUNNING and passed:
         return INTERRUPTED
+    if row.get("stop_reason") == AWAITING_CLIENT and passed:
+        return ABANDONED
     return state
 
 
@@ -151,7 +174,7 @@ def _run_from_row(row):
         run["source"] = row["source"]
     if "state" in run or row["state"] != FINISHED:  # a run stored before states existed reads as it was stored
         run["state"] = _state(row)
-    if run.get("state", FINISHED) != FINISHED:
+    if run.get("state", FINISHED) not in (FINISHED, ABANDONED):
         run["started_at"] = row["started_at"]
         run["stop_requested"] = bool(row["stop_requested"])
     return run
@@ -194,6 +217,21 @@ def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_
     store.history.Page. Summaries carry the listing columns only, never the whole run."""
     filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
     return _summaries(history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before, after))
+
+
+def runs_in_state(db, state, agent_id=None, source=None):
+    """The newest STATE_PAGE run summaries in one of STATES (and the filters), newest first, as a one-page
+    store.history.Page."""
+    conditions = [STATE_CONDITIONS[state]]
+    parameters = {"now": time.time()}
+    for column, value in (("agent_id", agent_id), ("source", source)):
+        if value:
+            conditions.append(f"{column} = :{column}")
+            parameters[column] = value
+    where = " AND ".join(conditions)
+    rows = select_rows(db, f"SELECT {SUMMARY} FROM runs WHERE {where} ORDER BY id DESC LIMIT {STATE_PAGE}", parameters)
+    total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", parameters).fetchone()[0]
+    return _summaries(history.Page(rows, total, newer=None, older=None))
 
 
 def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None):

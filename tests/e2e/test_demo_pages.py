@@ -70,3 +70,21 @@ def test_the_run_scrolls_into_view_when_it_arrives_below_the_open_settings(page,
     page.get_by_role("button", name="Run", exact=True).click()
 
     expect(page.get_by_role("heading", name=re.compile(r"^Run #\d+"))).to_be_in_viewport()
+
+
+def test_the_runs_page_opens_with_charts_that_follow_its_filters(page, demo_server):
+    client = demo_server.app.test_client()
+    for agent_id in ("catalog_explorer", "catalog_page"):
+        assert client.post(f"/api/agents/{agent_id}/runs", json={"message": "Go."}).status_code == 201
+
+    page.goto(f"{demo_server.url}/runs")
+    rejections = page.get_by_test_id("chart-rejections")
+    expect(page.get_by_test_id("chart-days").get_by_role("img")).to_be_visible()
+    expect(page.get_by_test_id("chart-rounds").get_by_role("img")).to_be_visible()
+    expect(rejections.get_by_role("img")).to_contain_text("list_bundles · Restricted tool called more than once")
+
+    page.get_by_label("Agent").select_option("catalog_page")
+    page.get_by_role("button", name="Filter").click()
+
+    expect(rejections.get_by_role("img")).to_contain_text("list_bundles · Value not allowed")
+    expect(rejections.get_by_role("img")).not_to_contain_text("Restricted tool called more than once")

@@ -119,7 +119,7 @@ def test_run_page_permalink_and_fragment_render_the_run_identically(client, bund
 def test_stop_reason_and_counts_in_words(client, bundles):
     panel = panel_of(post_run(client))
     assert panel.facts["Stop reason"] == "Answered"
-    assert panel.facts["Rounds used"] == "3 of 10"
+    assert panel.facts["Tool rounds"] == "3 of 10"
     assert panel.facts["Calls executed"] == "2"
     assert panel.facts["Calls rejected"] == "2"
     assert panel.highlighted_facts == ["Calls rejected"]
@@ -280,7 +280,12 @@ def test_a_partly_rejected_round_says_how_many_of_its_calls_were_rejected(client
 
 STOP_REASON_CASES = [
     pytest.param({"max_rounds": 1}, None, "Round cap reached — forced answer without tools", id="forced answer"),
-    pytest.param({"max_rounds": 1, "on_round_cap": "message"}, None, "Stopped at the round cap", id="cap message"),
+    pytest.param(
+        {"max_rounds": 1, "on_round_cap": "message"},
+        None,
+        "Round cap reached — stopped with the round cap message",
+        id="cap message",
+    ),
     pytest.param(
         {"tools": {"list_bundles": {"return_directly": True}}},
         [{"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "user"}}]}],
