@@ -512,6 +512,7 @@ class RunForm(FlaskForm):
         widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT),
     )
     on_round_cap = SelectField("At the round cap", choices=ON_ROUND_CAP_CHOICES, validate_choice=False)
+    parallel_tool_calls = AgentForm.parallel_tool_calls
     script = TextAreaField("Script (JSON)", description=RUN_SCRIPT_HELP, render_kw={"rows": 12, "spellcheck": "false"})
 
     tool_names = ()  # set by run_form_class()
@@ -533,6 +534,9 @@ class RunForm(FlaskForm):
         was read, the script; the request settings; every offered tool's settings, None for the tools left
         unticked."""
         settings = {"max_rounds": _whole_number(self.max_rounds.data), "on_round_cap": self.on_round_cap.data}
+        settings["parallel_tool_calls"] = PARALLEL_TOOL_CALLS_VALUES.get(
+            self.parallel_tool_calls.data, self.parallel_tool_calls.data
+        )
         settings.update(_request_settings_data(self))
         if hasattr(self, "script_value"):
             settings["script"] = self.script_value
@@ -545,7 +549,14 @@ class RunForm(FlaskForm):
         parts = key.removeprefix("overrides.").split(".")
         if parts[0] == "tools":
             return _tool_error_field(self, parts)
-        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script", *REQUEST_SETTINGS):
+        if len(parts) == 1 and parts[0] in (
+            "message",
+            "max_rounds",
+            "on_round_cap",
+            "parallel_tool_calls",
+            "script",
+            *REQUEST_SETTINGS,
+        ):
             return self[parts[0]]
         return None
 
@@ -578,6 +589,7 @@ def _run_form_data(agent, tools, message):
         "message": message,
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
+        "parallel_tool_calls": _parallel_tool_calls_choice(agent["parallel_tool_calls"]),
         **_request_settings_form_data(agent),
         "script": json.dumps(agent.get("script", []), indent=2, ensure_ascii=False),
         "tools": _tools_form_data(agent, tools),

@@ -1,5 +1,7 @@
 """How a run reads in words: stop reasons, call statuses and rejection reasons, for the pages and the CLI."""
 
+import json
+
 STOP_REASON_TEXTS = {
     "answered": "Answered",
     "return_directly": "Returned directly",
@@ -109,3 +111,67 @@ def review_text(review):
 def source_label(source):
     """Where a run came from, in words; runs stored before Toolgate recorded it say nothing."""
     return SOURCE_LABELS.get(source, "—")
+
+
+# The settings a run may override, by the label the agent form and the run page give them.
+SETTING_LABELS = {
+    "label": "Label",
+    "description": "Description",
+    "system_prompt": "System prompt",
+    "provider": "Provider",
+    "model": "Model",
+    "max_rounds": "Round cap",
+    "on_round_cap": "At the round cap",
+    "max_rounds_message": "Round cap message",
+    "parallel_tool_calls": "Parallel tool calls",
+    "tool_choice": "Tool choice",
+    "temperature": "Temperature",
+    "top_p": "Top p",
+    "seed": "Seed",
+    "max_tokens": "Max tokens",
+    "script": "Script",
+    "restrict_multiple_calls": "Restrict to one call per response",
+    "multiple_call_error_message": "Multiple call error message",
+    "require_usage": "Require usage",
+    "return_directly": "Return directly",
+    "description_override": "Description override",
+    "max_calls_per_run": "Max calls per run",
+    "max_identical_calls": "Max identical calls",
+    "argument_rules": "Argument rules",
+    "argument_descriptions": "Argument descriptions",
+    "use_artifacts": "Use artifacts",
+    "progress_message": "Progress message",
+    "require_approval": "Require approval",
+}
+VALUE_TEXTS = {True: "on", False: "off", None: "not set"}
+
+
+def _value_text(key, value):
+    if key == "script" and isinstance(value, list):
+        return f"{len(value)} response{'s' if len(value) != 1 else ''}"
+    if isinstance(value, bool) or value is None:
+        return "provider default" if key == "parallel_tool_calls" and value is None else VALUE_TEXTS[value]
+    if isinstance(value, str):
+        return f"“{value}”" if value else "empty"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def override_lines(overrides):
+    """A run's overrides (engine.config.overrides_between's shape) as one line each, in the run page's words:
+    (setting, value) pairs, a tool's settings named "TOOL: setting"."""
+    lines = []
+    for key, value in (overrides or {}).items():
+        if key not in ("tools", "client_tools"):
+            lines.append((SETTING_LABELS.get(key, key), _value_text(key, value)))
+            continue
+        for name, settings in (value or {}).items():
+            if settings is None:
+                lines.append((name, "not enabled for this run"))
+            elif not settings:
+                lines.append((name, "enabled for this run"))
+            else:
+                for setting, setting_value in settings.items():
+                    lines.append(
+                        (f"{name}: {SETTING_LABELS.get(setting, setting)}", _value_text(setting, setting_value))
+                    )
+    return lines

@@ -55,6 +55,7 @@ def run_text_helpers():
         "review_text": run_texts.review_text,
         "elapsed_ms": elapsed_ms,
         "source_label": run_texts.source_label,
+        "override_lines": run_texts.override_lines,
     }
 
 
@@ -102,12 +103,14 @@ def render_run(run, status=200, **context):
 
 
 def _run_form_context(agent, form, form_errors):
-    """What runs/_run_form.html needs, within the run page or alone for htmx."""
+    """What runs/_run_form.html needs, within the run page or alone for htmx: with `changed`, the settings the form
+    holds that differ from the stored agent (a previous run's, or what was posted back), to mark them."""
     return {
         "agent": agent,
         "form": form,
         "form_errors": form_errors,
         "tools": tool_registry(),
+        "changed": overrides_between(agent, form.run_settings()),
     }
 
 

@@ -1,5 +1,6 @@
 """The run page (plain POST and htmx), the permanent page of a run, run again, and the run history."""
 
+import html as html_text
 import json
 import re
 
@@ -456,3 +457,31 @@ def test_history_is_paginated(client, bundles, database):
 
 def test_history_of_nothing(client):
     assert "No runs yet" in html_of(client.get("/runs"))
+
+
+def test_the_run_page_offers_parallel_tool_calls_and_a_run_lists_its_overrides_in_words(client, bundles):
+    response = post_run(client, parallel_tool_calls="false", max_rounds="3")
+    run = client.get("/api/runs/1").get_json()
+
+    assert run["overrides"] == {"max_rounds": 3, "parallel_tool_calls": False}
+    html = html_text.unescape(response.get_data(as_text=True))
+    overrides = re.search(r'<ul class="changed-settings" data-testid="overrides">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<li>(.*?)</li>", overrides) == [
+        "Round cap: <strong>3</strong>",
+        "Parallel tool calls: <strong>off</strong>",
+    ]
+
+
+def test_change_and_run_again_marks_the_settings_that_differ_from_the_agent(client, bundles):
+    post_run(client, max_rounds="2", **{"tools-list_bundles-restrict_multiple_calls": None})
+
+    html = html_text.unescape(client.get("/agents/bundles/run?from=1").get_data(as_text=True))
+
+    assert 'Settings for this run <span class="changed-count">— 2 changed from the agent</span>' in html
+    changed = re.search(r'data-testid="changed-settings">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<li>(.*?)</li>", changed) == [
+        "Round cap: <strong>2</strong>",
+        "list_bundles: Restrict to one call per response: <strong>off</strong>",
+    ]
+    assert '<div class="field changed-for-run">' in html and 'class="tool changed-for-run"' in html
+    assert "changed from the agent" not in client.get("/agents/bundles/run").get_data(as_text=True)
