@@ -12,7 +12,7 @@ run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
-	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:create_app
+	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:serve_app
 
 test: $(INSTALLED) chromium
 	$(BIN)/pytest

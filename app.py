@@ -16,6 +16,7 @@ from blueprints import (
     auth,
     cases,
     compare,
+    console_log,
     documents,
     live_runs,
     log,
@@ -120,3 +121,10 @@ def create_app(test_config=None, instance_path=None):
     register_template_helpers(app)
     cli.register(app)
     return app
+
+
+def serve_app():
+    """The app as `make run` serves it (waitress-serve --call app:serve_app): the `toolgate` log on the console too,
+    one entry per line. The CLI's commands leave their own output alone."""
+    console_log.attach()
+    return create_app()

@@ -275,6 +275,19 @@ def _run_charts(db):
     db.executescript(run_charts.fill_counts_sql())
 
 
+@migrations(name="0063_log_kinds")
+def _log_kinds(db):
+    # The log filters by kind as well as agent and level: the counts per kind too, and an index per new filter
+    # combination ending in the id it pages by, as step 0060 did for the runs' source.
+    db.executescript(
+        "DROP TRIGGER log_counts_insert; DROP TRIGGER log_counts_delete; DROP TRIGGER log_counts_update; "
+        "DROP TABLE log_counts;"
+    )
+    _create_counts_table(db, "log_counts", "log", ("level", "kind"))
+    for columns in (["kind"], ["agent_id", "kind"], ["level", "kind"], ["agent_id", "level", "kind"]):
+        db["log"].create_index([*columns, "id"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
