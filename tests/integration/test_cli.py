@@ -1,6 +1,7 @@
 """The CLI: init-db, load-demo, export-agent, import-agent (the API's validation; a bad file changes nothing)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,20 @@ def test_import_reads_standard_input(runner, actions):
     result = runner.invoke(args=["import-agent", "-"], input='{"id": "piped", "label": "Piped"}')
     assert result.exit_code == 0, result.output
     assert actions.get("piped")["label"] == "Piped"
+
+
+def test_make_run_on_a_fresh_machine_says_it_created_the_database(tmp_path):
+    """`make run`'s flask commands, each in a process of its own as make runs them, in the Makefile's order."""
+    recipe = Path("Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    commands = [
+        line.split("flask --app app ", 1)[1].split() for line in recipe.splitlines() if "flask --app app " in line
+    ]
+    outputs = []
+    for command in commands:
+        arguments = [{"$(HOST)": "127.0.0.1"}.get(argument, argument) for argument in command]
+        result = make_app(tmp_path).test_cli_runner().invoke(args=arguments)
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+
+    assert [command[0] for command in commands] == ["init-db", "check-host", "load-demo"]
+    assert outputs[0].startswith("Created the database at ")
