@@ -63,7 +63,9 @@ def _reason_order(reason):
 
 
 def rounds_per_run(rounds):
-    """One bar per number of tool rounds a run used."""
+    """One bar per number of tool rounds from 0 to the most any run used, those no run used included (empty)."""
+    counts = dict(rounds)
+    rounds = [(used, counts.get(used, 0)) for used in range(max(counts) + 1)] if counts else []
     top = _scale([count for _used, count in rounds])
     slot = WIDTH / max(MIN_SLOTS, len(rounds))
     bars = [
