@@ -56,6 +56,7 @@ def run_text_helpers():
         "elapsed_ms": elapsed_ms,
         "source_label": run_texts.source_label,
         "override_lines": run_texts.override_lines,
+        "abandoned_after_minutes": run_store.ABANDONED_AFTER_SECONDS // 60,
     }
 
 

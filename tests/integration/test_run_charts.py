@@ -140,6 +140,7 @@ def test_a_proxied_run_whose_client_never_came_back_reads_abandoned_everywhere(c
     run_id = int(client.post("/proxy/browser_canvas/v1/chat/completions", json=request).headers["X-Toolgate-Run"])
     waiting = client.get(f"/runs/{run_id}").get_data(as_text=True)
     assert "Went to the client: waiting for its result." in waiting
+    assert "If none comes within 30 minutes, the run reads abandoned." in waiting
     assert client.get(f"/api/runs/{run_id}").get_json()["state"] == "finished"
     assert client.get("/api/runs?state=abandoned").get_json()["runs"] == []
 
@@ -153,6 +154,7 @@ def test_a_proxied_run_whose_client_never_came_back_reads_abandoned_everywhere(c
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
     assert "Abandoned: its client never came back" in page
     assert "Went to the client, which never sent its result." in page
+    assert "sent no request for 30 minutes." in page
 
 
 @pytest.mark.parametrize("reason", STOP_REASONS)
