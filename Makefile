@@ -10,10 +10,9 @@ THREADS ?= 32
 
 .PHONY: run test bench lint chromium
 
-# init-db first: every flask command opens (and so creates) the database, and init-db says whether it created it.
 run: $(INSTALLED)
-	$(BIN)/flask --app app init-db
 	@$(BIN)/flask --app app check-host $(HOST)
+	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
 	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:serve_app
 

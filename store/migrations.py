@@ -312,6 +312,16 @@ def applied_migrations(db):
     return [migration.name for migration in migrations.applied(db)]
 
 
+def created_since(db, seconds):
+    """Whether every step was applied in the last `seconds`: a database just created (by a command that ran a
+    moment before, as `make run`'s check-host does), not one that was upgraded or has been in use."""
+    times = [row["applied_at"] for row in db.query(f"SELECT applied_at FROM {migrations.migrations_table}")]
+    if not times:
+        return False
+    oldest = min(datetime.fromisoformat(applied_at) for applied_at in times)
+    return (datetime.now(UTC) - oldest).total_seconds() <= seconds
+
+
 def migrate(db):
     """Apply every step not yet recorded, in order. Returns the names applied (empty when up to date).
 

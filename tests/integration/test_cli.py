@@ -31,7 +31,11 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
 
 
 def test_init_db_reports_an_up_to_date_database(tmp_path):
-    make_app(tmp_path)
+    app = make_app(tmp_path)
+    database = open_db(app.config["DATABASE"])
+    database.execute("UPDATE _sqlite_migrations SET applied_at = '2026-01-02 03:04:05.000000+00:00'")
+    database.conn.commit()
+    database.close()
     result = make_app(tmp_path).test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0
     assert "is up to date: no migration step was pending." in result.output
@@ -182,5 +186,5 @@ def test_make_run_on_a_fresh_machine_says_it_created_the_database(tmp_path):
         assert result.exit_code == 0, result.output
         outputs.append(result.output)
 
-    assert [command[0] for command in commands] == ["init-db", "check-host", "load-demo"]
-    assert outputs[0].startswith("Created the database at ")
+    assert [command[0] for command in commands] == ["check-host", "init-db", "load-demo"]
+    assert outputs[1].startswith("Created the database at ") and "moments ago" in outputs[1]
