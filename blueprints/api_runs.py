@@ -107,14 +107,17 @@ def list_runs():
     state = request.args.get("state") or None
     if state is not None and state not in run_store.STATES:
         return json_error(400, f"must be one of {', '.join(run_store.STATES)}", "state")
+    api = request.args.get("api") or None
+    if api is not None and api not in run_store.APIS:
+        return json_error(400, f"must be one of {', '.join(run_store.APIS)}", "api")
     try:
         before, after = keyset_ids()
     except ValidationError as error:
         return json_validation_error(error)
-    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source, "api": api}
     if state is not None:
         # Runs in a state are few: the newest of them, on one page.
-        page = run_store.runs_in_state(get_db(), state, agent_id=filters["agent_id"], source=source)
+        page = run_store.runs_in_state(get_db(), state, agent_id=filters["agent_id"], source=source, api=api)
         return jsonify({"runs": page.rows, "total": page.total, "page": 1, "pages": 1, "newer": None, "older": None})
     page_text = request.args.get("page", "").strip()
     number = whole_number(page_text, 1, MAX_NUMBERED_PAGE)
@@ -129,7 +132,7 @@ def list_runs():
         return json_error(400, message, "page")
     else:
         page, number, _ = run_store.numbered_runs_page(db, **filters, number=number)
-    query = {"agent": filters["agent_id"], "stop_reason": stop_reason, "source": source}
+    query = {"agent": filters["agent_id"], "stop_reason": stop_reason, "source": source, "api": api}
     return jsonify(
         {
             "runs": page.rows,

@@ -107,9 +107,9 @@ def chart_stop_reason(stop_reason, state):
     return AWAITING_CLIENT if state == ABANDONED else NOT_ENDED
 
 
-def charts(db, agent_id=None, stop_reason=None, source=None):
+def charts(db, agent_id=None, stop_reason=None, source=None, api=None):
     """The three charts under the runs list's filters."""
-    counts = run_charts.run_charts(db, agent_id=agent_id, stop_reason=stop_reason, source=source)
+    counts = run_charts.run_charts(db, agent_id=agent_id, stop_reason=stop_reason, source=source, api=api)
     return {
         "width": WIDTH,
         "height": HEIGHT,

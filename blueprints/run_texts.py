@@ -108,6 +108,14 @@ def review_text(review):
     return f"Approved by {review['by']}{edited}"
 
 
+API_LABELS = {"chat_completions": "Chat Completions", "responses": "Responses", "messages": "Messages"}
+
+
+def api_label(api):
+    """The API a proxied run's client spoke, by its name."""
+    return API_LABELS.get(api, api or "")
+
+
 def source_label(source):
     """Where a run came from, in words; runs stored before Toolgate recorded it say nothing."""
     return SOURCE_LABELS.get(source, "—")

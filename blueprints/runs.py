@@ -56,6 +56,7 @@ def run_text_helpers():
         "elapsed_ms": elapsed_ms,
         "source_label": run_texts.source_label,
         "override_lines": run_texts.override_lines,
+        "api_label": run_texts.api_label,
         "abandoned_after_minutes": run_store.ABANDONED_AFTER_SECONDS // 60,
     }
 
@@ -202,22 +203,29 @@ def list_runs():
     agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
     source = request.args.get("source") if request.args.get("source") in run_store.SOURCES else None
     state = request.args.get("state") if request.args.get("state") in run_store.STATES else None
+    api = request.args.get("api") if request.args.get("api") in run_store.APIS else None
     before, after = keyset_ids_or_400()
     if state:
-        page = run_store.runs_in_state(db, state, agent_id=agent_id, source=source)
+        page = run_store.runs_in_state(db, state, agent_id=agent_id, source=source, api=api)
         stop_reason = None
     else:
         page = run_store.list_runs(
-            db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source
+            db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source, api=api
         )
     tokens = run_usage.total_tokens_by_run(db, [run["id"] for run in page.rows])
     return render_template(
         "runs/list.html",
         charts=run_charts.charts(
-            db, agent_id=agent_id, stop_reason=run_charts.chart_stop_reason(stop_reason, state), source=source
+            db,
+            agent_id=agent_id,
+            stop_reason=run_charts.chart_stop_reason(stop_reason, state),
+            source=source,
+            api=api,
         ),
         state=state,
         states=run_store.STATES,
+        api=api,
+        apis=run_store.APIS,
         tokens=tokens,
         page=page,
         agent_id=agent_id,

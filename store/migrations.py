@@ -260,17 +260,28 @@ def _add_run_conversation_key(db):
 @migrations(name="0062_run_charts")
 def _run_charts(db):
     # The run charts (store/run_charts.py) read two counts tables that triggers keep in step with the runs; each run
-    # row carries what they count it by. Runs stored before get those columns from their stored run.
-    db["runs"].add_column("rounds_used", int)
-    db["runs"].add_column("rejections", str)
+    # row carries what they count it by. The runs list, its charts and the API filter by the API a proxied run's
+    # client spoke too: a column of its own, in the runs' counts and an index per new filter combination, as step
+    # 0060 did for the source. Runs stored before get those columns from their stored run.
+    for column, kind in (("rounds_used", int), ("rejections", str), ("api", str)):
+        db["runs"].add_column(column, kind)
     last_id = 0
     while True:
         rows = list(db.query("SELECT * FROM runs WHERE id > ? ORDER BY id LIMIT 500", [last_id]))
         if not rows:
             break
         for row in rows:
-            db["runs"].update(row["id"], run_charts.chart_columns(run_format.run_from_row(row)))
+            run = run_format.run_from_row(row)
+            api = run.get("api") if isinstance(run.get("api"), str) else None
+            db["runs"].update(row["id"], {**run_charts.chart_columns(run), "api": api})
         last_id = rows[-1]["id"]
+    db.executescript(
+        "DROP TRIGGER run_counts_insert; DROP TRIGGER run_counts_delete; DROP TRIGGER run_counts_update; "
+        "DROP TABLE run_counts;"
+    )
+    _create_counts_table(db, "run_counts", "runs", ("stop_reason", "source", "api"))
+    for columns in (["api"], ["agent_id", "api"]):
+        db["runs"].create_index([*columns, "id"])
     db.executescript(run_charts.chart_triggers_sql())
     db.executescript(run_charts.fill_counts_sql())
 

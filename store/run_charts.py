@@ -1,11 +1,12 @@
 """The counts the run charts are drawn from (atop /runs and on an agent's page): runs per day by stop reason, rounds
-per run, and rejected calls per tool and reason, under the runs list's filters (agent, stop reason, source).
+per run, and rejected calls per tool and reason, under the runs list's filters (agent, stop reason, source, the
+API a proxied run's client spoke).
 
 Each run row carries what the charts need of it (`rounds_used`, and `rejections`: its rejected calls counted per
 tool and reason, as JSON), and triggers (step 0062) keep two small counts tables in step with every insert, delete
-and change of the runs, as `run_counts` is kept: `run_chart_counts` (runs per agent, stop reason, source, day and
-rounds used) and `rejection_counts` (rejected calls per agent, stop reason, source, day, tool and reason). A chart
-reads a counts table, never the runs, so it costs the same at 100,000 runs as at 100.
+and change of the runs, as `run_counts` is kept: `run_chart_counts` (runs per agent, stop reason, source, client
+API, day and rounds used) and `rejection_counts` (rejected calls per agent, stop reason, source, client API, day, tool
+and reason). A chart reads a counts table, never the runs, so it costs the same at 100,000 runs as at 100.
 """
 
 import json
@@ -44,11 +45,11 @@ def _where(filters):
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", parameters
 
 
-def run_charts(db, agent_id=None, stop_reason=None, source=None):
+def run_charts(db, agent_id=None, stop_reason=None, source=None, api=None):
     """What the three charts show under the filters: {"days": [(day, {stop reason: runs})], "rounds": [(rounds
     used, runs)], "rejections": [(tool, reason, calls)]}. A stop reason of "" is a run that has not ended; None
     filters nothing."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source, "api": api}
     where, parameters = _where(filters)
     by_day = {}
     last_days = f"SELECT DISTINCT day FROM run_chart_counts{where} ORDER BY day DESC LIMIT {DAYS}"
@@ -77,18 +78,18 @@ def run_charts(db, agent_id=None, stop_reason=None, source=None):
 def chart_triggers_sql():
     """The counts tables and the triggers that keep them in step with the runs (step 0062)."""
     key = (
-        "coalesce({0}.agent_id, ''), coalesce({0}.stop_reason, ''), coalesce({0}.source, ''), "
+        "coalesce({0}.agent_id, ''), coalesce({0}.stop_reason, ''), coalesce({0}.source, ''), coalesce({0}.api, ''), "
         "substr({0}.created_at, 1, 10)"
     )
     new_key = key.format("new")
     old_match = (
         "agent_id = coalesce(old.agent_id, '') AND stop_reason = coalesce(old.stop_reason, '') "
-        "AND source = coalesce(old.source, '') AND day = substr(old.created_at, 1, 10)"
+        "AND source = coalesce(old.source, '') AND api = coalesce(old.api, '') AND day = substr(old.created_at, 1, 10)"
     )
     add_run = (
-        "INSERT INTO run_chart_counts (agent_id, stop_reason, source, day, rounds_used, count) "
+        "INSERT INTO run_chart_counts (agent_id, stop_reason, source, api, day, rounds_used, count) "
         f"VALUES ({new_key}, coalesce(new.rounds_used, -1), 1) "
-        "ON CONFLICT (agent_id, stop_reason, source, day, rounds_used) DO UPDATE SET count = count + 1;"
+        "ON CONFLICT (agent_id, stop_reason, source, api, day, rounds_used) DO UPDATE SET count = count + 1;"
     )
     remove_run = (
         "UPDATE run_chart_counts SET count = count - 1 "
@@ -96,10 +97,11 @@ def chart_triggers_sql():
         f"DELETE FROM run_chart_counts WHERE {old_match} AND count = 0;"
     )
     add_rejections = (
-        "INSERT INTO rejection_counts (agent_id, stop_reason, source, day, tool, reason, count) "
+        "INSERT INTO rejection_counts (agent_id, stop_reason, source, api, day, tool, reason, count) "
         f"SELECT {new_key}, json_extract(value, '$.tool'), json_extract(value, '$.reason'), "
         "json_extract(value, '$.count') FROM json_each(coalesce(new.rejections, '[]')) WHERE true "
-        "ON CONFLICT (agent_id, stop_reason, source, day, tool, reason) DO UPDATE SET count = count + excluded.count;"
+        "ON CONFLICT (agent_id, stop_reason, source, api, day, tool, reason) "
+        "DO UPDATE SET count = count + excluded.count;"
     )
     remove_rejections = (
         "UPDATE rejection_counts SET count = count - (SELECT json_extract(value, '$.count') "
@@ -110,17 +112,17 @@ def chart_triggers_sql():
         "AND json_extract(value, '$.reason') = rejection_counts.reason);"
         f"DELETE FROM rejection_counts WHERE {old_match} AND count <= 0;"
     )
-    columns = "agent_id, stop_reason, source, created_at, rounds_used, rejections"
+    columns = "agent_id, stop_reason, source, api, created_at, rounds_used, rejections"
     return f"""
         CREATE TABLE run_chart_counts (
-            agent_id TEXT NOT NULL, stop_reason TEXT NOT NULL, source TEXT NOT NULL, day TEXT NOT NULL,
-            rounds_used INTEGER NOT NULL, count INTEGER NOT NULL,
-            PRIMARY KEY (agent_id, stop_reason, source, day, rounds_used)
+            agent_id TEXT NOT NULL, stop_reason TEXT NOT NULL, source TEXT NOT NULL, api TEXT NOT NULL,
+            day TEXT NOT NULL, rounds_used INTEGER NOT NULL, count INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, stop_reason, source, api, day, rounds_used)
         );
         CREATE TABLE rejection_counts (
-            agent_id TEXT NOT NULL, stop_reason TEXT NOT NULL, source TEXT NOT NULL, day TEXT NOT NULL,
-            tool TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
-            PRIMARY KEY (agent_id, stop_reason, source, day, tool, reason)
+            agent_id TEXT NOT NULL, stop_reason TEXT NOT NULL, source TEXT NOT NULL, api TEXT NOT NULL,
+            day TEXT NOT NULL, tool TEXT NOT NULL, reason TEXT NOT NULL, count INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, stop_reason, source, api, day, tool, reason)
         );
         CREATE INDEX run_chart_counts_day ON run_chart_counts (day);
         CREATE TRIGGER run_chart_counts_insert AFTER INSERT ON runs BEGIN {add_run} {add_rejections} END;
@@ -133,11 +135,12 @@ def chart_triggers_sql():
 def fill_counts_sql():
     """Count the runs already stored (step 0062, after their chart columns are filled)."""
     return """
-        INSERT INTO run_chart_counts (agent_id, stop_reason, source, day, rounds_used, count)
-            SELECT coalesce(agent_id, ''), coalesce(stop_reason, ''), coalesce(source, ''), substr(created_at, 1, 10),
-                coalesce(rounds_used, -1), count(*) FROM runs GROUP BY 1, 2, 3, 4, 5;
-        INSERT INTO rejection_counts (agent_id, stop_reason, source, day, tool, reason, count)
-            SELECT coalesce(agent_id, ''), coalesce(stop_reason, ''), coalesce(source, ''), substr(created_at, 1, 10),
-                json_extract(value, '$.tool'), json_extract(value, '$.reason'), sum(json_extract(value, '$.count'))
-            FROM runs, json_each(runs.rejections) WHERE runs.rejections IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6;
+        INSERT INTO run_chart_counts (agent_id, stop_reason, source, api, day, rounds_used, count)
+            SELECT coalesce(agent_id, ''), coalesce(stop_reason, ''), coalesce(source, ''), coalesce(api, ''),
+                substr(created_at, 1, 10), coalesce(rounds_used, -1), count(*) FROM runs GROUP BY 1, 2, 3, 4, 5, 6;
+        INSERT INTO rejection_counts (agent_id, stop_reason, source, api, day, tool, reason, count)
+            SELECT coalesce(agent_id, ''), coalesce(stop_reason, ''), coalesce(source, ''), coalesce(api, ''),
+                substr(created_at, 1, 10), json_extract(value, '$.tool'), json_extract(value, '$.reason'),
+                sum(json_extract(value, '$.count'))
+            FROM runs, json_each(runs.rejections) WHERE runs.rejections IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6, 7;
         """

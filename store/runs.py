@@ -23,7 +23,7 @@ from .run_format import run_from_row, stored_row
 PER_PAGE = 20
 SUMMARY = (
     "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, created_at, "
-    "state, lease_until"
+    "state, lease_until, api"
 )
 FINISHED = "finished"
 RUNNING = "running"
@@ -45,18 +45,22 @@ STATE_CONDITIONS = {
 STATES = tuple(STATE_CONDITIONS)
 STATE_PAGE = 200  # the newest runs in one state a list shows
 SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC §8)
+APIS = ("chat_completions", "responses", "messages")  # the API a proxied run's client spoke
 
 
 def _row(run):
     """The runs row of a run dict, but its id and creation time: run_format's (what step 0007 writes, which must
     not change), the run's state, where it came from (in its column only, like run_format's columns: a null in
-    `result`), for a proxied run its conversation's key, and what the charts count it by (store/run_charts.py)."""
+    `result`), for a proxied run its conversation's key and the API its client spoke (in its column only too), and
+    what the charts count it by (store/run_charts.py)."""
     conversation = run.get("conversation")
-    source = run.get("source")
+    source, api = run.get("source"), run.get("api")
+    in_columns = {key: None for key, value in (("source", source), ("api", api)) if isinstance(value, str)}
     return {
-        **stored_row({**run, "source": None} if isinstance(source, str) else run),
+        **stored_row({**run, **in_columns}),
         "state": run.get("state", FINISHED),
         "source": source,
+        "api": api if isinstance(api, str) else None,
         "conversation_key": conversation.get("key") if isinstance(conversation, dict) else None,
         **chart_columns(run),
         **({"lease_until": time.time() + ABANDONED_AFTER_SECONDS} if run.get("stop_reason") == AWAITING_CLIENT else {}),
@@ -170,8 +174,9 @@ def _state(row):
 
 def _run_from_row(row):
     run = run_from_row(row)
-    if "source" in run and run["source"] is None:
-        run["source"] = row["source"]
+    for key in ("source", "api"):
+        if key in run and run[key] is None:
+            run[key] = row[key]
     if "state" in run or row["state"] != FINISHED:  # a run stored before states existed reads as it was stored
         run["state"] = _state(row)
     if run.get("state", FINISHED) not in (FINISHED, ABANDONED):
@@ -212,19 +217,19 @@ def get_run(db, run_id):
     return _run_from_row(get_row(db, "runs", run_id, f"No run with id {run_id}."))
 
 
-def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE, source=None):
+def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_page=PER_PAGE, source=None, api=None):
     """The page of run summaries below the run id `before` or above `after` (or the newest), newest first: a
     store.history.Page. Summaries carry the listing columns only, never the whole run."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source, "api": api}
     return _summaries(history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before, after))
 
 
-def runs_in_state(db, state, agent_id=None, source=None):
+def runs_in_state(db, state, agent_id=None, source=None, api=None):
     """The newest STATE_PAGE run summaries in one of STATES (and the filters), newest first, as a one-page
     store.history.Page."""
     conditions = [STATE_CONDITIONS[state]]
     parameters = {"now": time.time()}
-    for column, value in (("agent_id", agent_id), ("source", source)):
+    for column, value in (("agent_id", agent_id), ("source", source), ("api", api)):
         if value:
             conditions.append(f"{column} = :{column}")
             parameters[column] = value
@@ -234,9 +239,9 @@ def runs_in_state(db, state, agent_id=None, source=None):
     return _summaries(history.Page(rows, total, newer=None, older=None))
 
 
-def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None):
+def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None, api=None):
     """Page `number` of run summaries (1 is the newest), for the API's `?page=`: (Page, number, page count)."""
-    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source}
+    filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source, "api": api}
     page, number, pages = history.numbered_page(db, "runs", "run_counts", filters, SUMMARY, per_page, number)
     return _summaries(page), number, pages
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+import engine
 from blueprints import run_texts
 from engine import STOP_REASONS
 from store import run_charts
@@ -162,3 +163,22 @@ def test_a_stop_reason_reads_on_a_run_as_in_the_list_then_what_it_means(reason):
     run = {"stop_reason": reason, "rounds": [{"tools_offered": None}]}
 
     assert run_texts.stop_reason_text(run).startswith(run_texts.stop_reason_label(reason))
+
+
+def test_the_runs_list_its_charts_and_the_api_filter_by_the_api_a_proxied_client_spoke(client, agents, database):
+    spoken = {}
+    for api, agent in (("messages", CATALOG_EXPLORER), ("responses", CATALOG_PAGE)):
+        run = {**engine.run_agent(agent, "Go."), "source": "proxy", "api": api}
+        spoken[api] = run_store.save_run(database, run)["id"]
+    api_run(client, "catalog_explorer")
+
+    listed = client.get("/runs?api=messages").get_data(as_text=True)
+    answer = client.get("/api/runs?api=responses").get_json()
+
+    assert run_store.get_run(database, spoken["messages"])["api"] == "messages"
+    assert re.findall(r'href="/runs/(\d+)">#', listed) == [str(spoken["messages"])]
+    assert 'Policy proxy <span class="muted">· Messages</span>' in listed
+    assert "list_bundles, Restricted tool called more than once: 2" in listed
+    assert "Value not allowed" not in listed
+    assert [run["id"] for run in answer["runs"]] == [spoken["responses"]] and answer["runs"][0]["api"] == "responses"
+    assert client.get("/api/runs?api=smoke").status_code == 400
