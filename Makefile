@@ -1,7 +1,9 @@
 # The README's commands. Everything a new machine needs is installed from here.
 VENV := .venv
 BIN := $(VENV)/bin
+# Serving needs requirements.txt only; the tests, the linter and the benchmarks add requirements-test.txt.
 INSTALLED := $(VENV)/.installed-requirements
+INSTALLED_TEST := $(VENV)/.installed-requirements-test
 HOST ?= 127.0.0.1
 PORT ?= 5000
 THREADS ?= 32
@@ -12,21 +14,26 @@ run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
-	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:create_app
+	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:serve_app
 
-test: $(INSTALLED) chromium
+test: $(INSTALLED_TEST) chromium
 	$(BIN)/pytest
 
-bench: $(INSTALLED)
+bench: $(INSTALLED_TEST)
 	$(BIN)/python -m bench
 
-lint: $(INSTALLED)
+lint: $(INSTALLED_TEST)
 	$(BIN)/ruff check .
 
 $(INSTALLED): requirements.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
+
+$(INSTALLED_TEST): requirements.txt requirements-test.txt
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	touch $@ $(INSTALLED)
 
 # Playwright cannot download its own browser here: the end-to-end tests drive Debian's chromium.
 chromium:

@@ -11,11 +11,13 @@ from blueprints import (
     agents,
     api,
     api_cases,
+    api_providers,
     api_runs,
     api_tool_servers,
     auth,
     cases,
     compare,
+    console_log,
     documents,
     live_runs,
     log,
@@ -122,6 +124,8 @@ def create_app(test_config=None, instance_path=None):
     csrf.exempt(api_cases.bp)  # JSON only, like the agents API
     app.register_blueprint(api_tool_servers.bp)
     csrf.exempt(api_tool_servers.bp)  # JSON only, like the agents API
+    app.register_blueprint(api_providers.bp)
+    csrf.exempt(api_providers.bp)  # JSON only, like the agents API
     app.register_blueprint(proxy.bp)
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
     register_error_handlers(app)
@@ -129,3 +133,10 @@ def create_app(test_config=None, instance_path=None):
     traces.init_app(app)
     cli.register(app)
     return app
+
+
+def serve_app():
+    """The app as `make run` serves it (waitress-serve --call app:serve_app): the `toolgate` log on the console too,
+    one entry per line. The CLI's commands leave their own output alone."""
+    console_log.attach()
+    return create_app()

@@ -69,6 +69,10 @@ class UnicodeText(click.ParamType):
 TEXT = UnicodeText()
 
 
+# A database whose every step is this recent was created by the command just before (make run's check-host).
+JUST_CREATED_SECONDS = 120
+
+
 @click.command("init-db")
 @with_appcontext
 def init_db_command():
@@ -81,6 +85,9 @@ def init_db_command():
     path = current_app.config["DATABASE"]
     if schema["created"]:
         click.echo(f"Created the database at {path} ({len(applied)} migration steps: {', '.join(applied)}).")
+    elif not applied and migrations.created_since(get_db(), JUST_CREATED_SECONDS):
+        steps = migrations.applied_migrations(get_db())
+        click.echo(f"Created the database at {path} moments ago ({len(steps)} migration steps: {', '.join(steps)}).")
     elif applied:
         click.echo(f"Upgraded the database at {path}: applied {', '.join(applied)}.")
     else:

@@ -1,5 +1,6 @@
-"""The history pages at 100 and at 100,000 stored runs, each page timed beside itself on the small database in the
-same process; and the bytes a stored run takes, beside the form runs were stored in before step 0007.
+"""The history pages at 100 and at 100,000 stored runs (/runs with its charts, which read the counts tables), each
+page timed beside itself on the small database in the same process; and the bytes a stored run takes, beside the
+form runs were stored in before step 0007.
 
 Both databases are built in a temporary folder through the store's own insert path (store.runs.save_run, 1,000
 runs per transaction), from a few real runs of scripted agents spread over five agent ids. Each page shows as many
@@ -86,7 +87,8 @@ def _pages(app):
     middle = oldest_run + db["runs"].count // 2 // len(TEMPLATES) * len(TEMPLATES)
     db.close()
     return {
-        "/runs": "/runs",
+        "/runs (with its charts)": "/runs",
+        "/runs one agent (charts too)": "/runs?agent=agent_0",
         "/runs far back": f"/runs?before={oldest_run + 30}",
         "/runs agent + stop reason": "/runs?agent=agent_0&stop_reason=answered",
         "/log": "/log",

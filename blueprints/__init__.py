@@ -14,6 +14,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.exceptions import NotFound as HTTPNotFound
 
+from blueprints import setting_summaries
 from blueprints.forms.fields import ButtonForm, apply_errors
 from engine.proxy import chat_completions, messages
 from services import proxy as proxy_service
@@ -237,5 +238,6 @@ def timestamp(value, zone=True):
 
 def register_template_helpers(app):
     app.jinja_env.filters["timestamp"] = timestamp
+    app.jinja_env.globals["tool_settings_summary"] = setting_summaries.tool_settings_summary
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

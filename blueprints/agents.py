@@ -9,7 +9,7 @@ import json
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import confirm_delete, done, tool_hints
+from blueprints import confirm_delete, done, run_charts, tool_hints
 from blueprints.forms.agents import agent_form, agent_form_class
 from blueprints.forms.client_tools import client_tool_edit, posted_client_tools
 from blueprints.forms.fields import ButtonForm, apply_errors
@@ -158,6 +158,7 @@ def view_agent(agent_id):
     return render_template(
         "agents/view.html",
         agent=agent,
+        charts=run_charts.charts(db, agent_id=agent_id),
         cases=case_store.list_cases(db, agent_id),
         check_cases_form=ButtonForm(),
         tools={tool.name: tool for tool in registry},

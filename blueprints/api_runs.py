@@ -86,20 +86,27 @@ def decide(run_id):
 
 @bp.get("/runs")
 def list_runs():
-    """Run summaries, newest first: ?agent=&stop_reason=&source=&api=, then ?before=ID or ?after=ID (the `older` and
-    `newer` links of each answer), or ?page=N for the first pages. Every answer has the same keys; `page` is null on a
-    page reached by id."""
+    """Run summaries, newest first: ?agent=&stop_reason=&source=&api= (or &state=, one of store.runs.STATES: one
+    page), then ?before=ID or ?after=ID (the `older` and `newer` links of each answer), or ?page=N for the first pages.
+    Every answer has the same keys; `page` is null on a page reached by id."""
     stop_reason = request.args.get("stop_reason") or None
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         return json_error(400, f"must be one of {', '.join(STOP_REASONS)}", "stop_reason")
     source = request.args.get("source") or None
     if source is not None and source not in run_store.SOURCES:
         return json_error(400, f"must be one of {', '.join(run_store.SOURCES)}", "source")
+    state = request.args.get("state") or None
+    if state is not None and state not in run_store.STATES:
+        return json_error(400, f"must be one of {', '.join(run_store.STATES)}", "state")
     api = request.args.get("api") or None
     if api is not None and api not in run_store.APIS:
         return json_error(400, f"must be one of {', '.join(run_store.APIS)}", "api")
     before, after = keyset_ids()
     filters = {"agent_id": request.args.get("agent") or None, "stop_reason": stop_reason, "source": source, "api": api}
+    if state is not None:
+        # Runs in a state are few: the newest of them, on one page.
+        page = run_store.runs_in_state(get_db(), state, agent_id=filters["agent_id"], source=source, api=api)
+        return jsonify({"runs": page.rows, "total": page.total, "page": 1, "pages": 1, "newer": None, "older": None})
     page_text = request.args.get("page", "").strip()
     number = whole_number(page_text, 1, MAX_NUMBERED_PAGE)
     db = get_db()

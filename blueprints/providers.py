@@ -17,6 +17,9 @@ from store.db import get_db
 
 bp = Blueprint("providers", __name__)
 
+# After a save: where the next step is, on the list the user lands on.
+TEST_IT = "Press Test on its row to send it one tiny request and read what comes back."
+
 
 @bp.get("/providers")
 def list_providers():
@@ -25,7 +28,7 @@ def list_providers():
     for provider in providers:
         provider["api_key_allowed"] = provider_store.key_variable_allowed(provider["api_key_env"], key_variables)
         provider["api_key_set"] = provider_store.api_key_is_set(provider, key_variables)
-    return render_template("providers/list.html", providers=providers)
+    return render_template("providers/list.html", providers=providers, check_form=ButtonForm())
 
 
 def _render_form(form, provider=None, status=200, form_errors=(), check=None):
@@ -53,7 +56,7 @@ def new_provider():
     provider, form_errors = save_posted(form, provider_store.create_provider, get_db(), data, key_variables)
     if provider is None:
         return _render_form(form, status=400, form_errors=form_errors)
-    return done(f'Created the provider connection "{provider["label"]}".', "providers.list_providers")
+    return done(f'Created the provider connection "{provider["label"]}". {TEST_IT}', "providers.list_providers")
 
 
 @bp.route("/providers/<provider_id>/edit", methods=["GET", "POST"])
@@ -69,7 +72,7 @@ def edit_provider(provider_id):
     saved, form_errors = save_posted(form, provider_store.update_provider, db, provider_id, data, key_variables)
     if saved is None:
         return _render_form(form, provider=provider, status=400, form_errors=form_errors)
-    return done(f'Saved the provider connection "{saved["label"]}".', "providers.list_providers")
+    return done(f'Saved the provider connection "{saved["label"]}". {TEST_IT}', "providers.list_providers")
 
 
 @bp.post("/providers/<provider_id>/test")
@@ -88,7 +91,7 @@ def check_provider(provider_id):
     else:
         check = {"answer": response.content or "(no text)", "latency_ms": latency_ms, "usage": response.usage}
     if request.headers.get("HX-Request") == "true":
-        return render_template("providers/_connection_check.html", check=check)
+        return render_template("providers/_connection_check.html", check=check, provider=provider)
     form = ProviderForm(data=provider_to_form_data(provider))
     return _render_form(form, provider=provider, check=check)
 

@@ -13,7 +13,7 @@ import time
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import keyset_ids_or_400, list_filters
+from blueprints import keyset_ids_or_400, list_filters, run_charts
 from blueprints.forms.cases import SaveCaseForm
 from blueprints.forms.fields import ButtonForm, apply_errors
 from blueprints.forms.runs import run_form
@@ -27,6 +27,7 @@ from services.settings import run_options, tool_registry
 from services.tracing import traced
 from store import NotFound, run_usage
 from store import agents as agent_store
+from store import cases as case_store
 from store import runs as run_store
 from store.db import get_db
 
@@ -59,7 +60,9 @@ def run_text_helpers():
         "review_text": run_texts.review_text,
         "elapsed_ms": elapsed_ms,
         "source_label": run_texts.source_label,
+        "override_lines": run_texts.override_lines,
         "api_label": run_texts.api_label,
+        "abandoned_after_minutes": run_store.ABANDONED_AFTER_SECONDS // 60,
     }
 
 
@@ -93,12 +96,14 @@ def render_run(run, status=200, **context):
 
 
 def _run_form_context(agent, form, form_errors):
-    """What runs/_run_form.html needs, within the run page or alone for htmx."""
+    """What runs/_run_form.html needs, within the run page or alone for htmx: with `changed`, the settings the form
+    holds that differ from the stored agent (a previous run's, or what was posted back), to mark them."""
     return {
         "agent": agent,
         "form": form,
         "form_errors": form_errors,
         "tools": tool_registry(),
+        "changed": overrides_between(agent, form.run_settings()),
     }
 
 
@@ -123,7 +128,7 @@ def run_agent_page(agent_id):
     agent = agent_store.get_agent(db, agent_id)
     tools = tool_registry().parameters_by_name()
     if request.method == "GET":
-        message, overrides = "", None
+        message, overrides = case_store.sample_message(db, agent_id), None
         previous_id = request.args.get("from", type=int)
         if previous_id is not None:
             previous = run_store.get_run(db, previous_id)
@@ -190,14 +195,30 @@ def list_runs():
     db = get_db()
     agent_id, stop_reason = list_filters("stop_reason", STOP_REASONS)
     source = request.args.get("source") if request.args.get("source") in run_store.SOURCES else None
+    state = request.args.get("state") if request.args.get("state") in run_store.STATES else None
     api = request.args.get("api") if request.args.get("api") in run_store.APIS else None
     before, after = keyset_ids_or_400()
-    page = run_store.list_runs(
-        db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source, api=api
-    )
+    if state:
+        page = run_store.runs_in_state(db, state, agent_id=agent_id, source=source, api=api)
+        stop_reason = None
+    else:
+        page = run_store.list_runs(
+            db, agent_id=agent_id, stop_reason=stop_reason, before=before, after=after, source=source, api=api
+        )
     tokens = run_usage.total_tokens_by_run(db, [run["id"] for run in page.rows])
     return render_template(
         "runs/list.html",
+        charts=run_charts.charts(
+            db,
+            agent_id=agent_id,
+            stop_reason=run_charts.chart_stop_reason(stop_reason, state),
+            source=source,
+            api=api,
+        ),
+        state=state,
+        states=run_store.STATES,
+        api=api,
+        apis=run_store.APIS,
         tokens=tokens,
         page=page,
         agent_id=agent_id,
@@ -206,8 +227,6 @@ def list_runs():
         agent_ids=run_store.run_agent_ids(db),
         stop_reasons=STOP_REASONS,
         sources=run_store.SOURCES,
-        api=api,
-        apis=run_store.APIS,
     )
 
 

@@ -220,12 +220,14 @@ class Round:
 
 
 # The states of a run, defined here once. A run that has not ended is running or awaiting approval; `interrupted`
-# is how a stored one reads when the process stepping it died (store.runs).
+# is how a stored one reads when the process stepping it died, `abandoned` a proxied one whose client never came
+# back for the calls it was sent (store.runs).
 RUNNING = "running"
 AWAITING = "awaiting_approval"
 FINISHED = "finished"
 INTERRUPTED = "interrupted"
-RUN_STATES = (RUNNING, AWAITING, FINISHED, INTERRUPTED)
+ABANDONED = "abandoned"
+RUN_STATES = (RUNNING, AWAITING, FINISHED, INTERRUPTED, ABANDONED)
 
 
 @dataclass(frozen=True)

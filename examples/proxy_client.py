@@ -13,9 +13,10 @@ Set TOOLGATE_URL for another address, TOOLGATE_API_TOKEN when the login is on.
 
 import json
 import os
+import sys
 import uuid
 
-from openai import OpenAI
+from openai import APIConnectionError, OpenAI
 
 TOOLGATE_URL = os.environ.get("TOOLGATE_URL", "http://127.0.0.1:5000").rstrip("/")
 AGENT_ID = "browser_canvas"
@@ -73,4 +74,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except APIConnectionError:
+        sys.exit(
+            f"Cannot reach Toolgate at {TOOLGATE_URL}. Start it with `make run`, or, if it runs elsewhere, set "
+            "TOOLGATE_URL to its address: TOOLGATE_URL=http://127.0.0.1:8000 .venv/bin/python examples/proxy_client.py"
+        )

@@ -56,6 +56,13 @@ def list_cases(db, agent_id=None):
     ]
 
 
+def sample_message(db, agent_id):
+    """The message of the agent's first case, or "": what its run page offers, so a first Run has something to
+    say (each demo agent ships with a case)."""
+    rows = list(db.query("SELECT data FROM cases WHERE agent_id = ? ORDER BY id LIMIT 1", [agent_id]))
+    return json.loads(rows[0]["data"])["message"] if rows else ""
+
+
 def case_agent_ids(db):
     """Every agent id that has cases."""
     return [row["agent_id"] for row in db.query("SELECT DISTINCT agent_id FROM cases ORDER BY agent_id")]

@@ -5,6 +5,20 @@ transaction. Entries from the gate API have no run."""
 from . import history, now
 
 LEVELS = ("error", "warning", "info")
+# What the policy and the proxy log, by kind: the restriction (the seed's policy violation), every other rejection,
+# and the requests that failed. The log page offers these, and any other kind its entries have.
+KINDS = (
+    "policy_violation",
+    "argument_not_allowed",
+    "repeated_call",
+    "call_limit",
+    "unknown_tool",
+    "invalid_arguments",
+    "tools_disabled",
+    "reviewer_rejected",
+    "proxy_error",
+    "provider_error",
+)
 PER_PAGE = 50
 
 
@@ -20,11 +34,17 @@ def add_entries(db, entries, run_id=None, created_at=None):
     )
 
 
-def list_entries(db, agent_id=None, level=None, before=None, after=None, per_page=PER_PAGE):
+def list_entries(db, agent_id=None, level=None, before=None, after=None, per_page=PER_PAGE, kind=None):
     """The page of entries below the id `before` or above `after` (or the newest), newest first: a
     store.history.Page."""
-    filters = {"agent_id": agent_id, "level": level}
+    filters = {"agent_id": agent_id, "level": level, "kind": kind}
     return history.history_page(db, "log", "log_counts", filters, "*", per_page, before=before, after=after)
+
+
+def log_kinds(db):
+    """KINDS, then any other kind the entries have, for the filter."""
+    found = [row[0] for row in db.execute("SELECT DISTINCT kind FROM log_counts ORDER BY kind")]
+    return [*KINDS, *(kind for kind in found if kind and kind not in KINDS)]
 
 
 def log_agent_ids(db):

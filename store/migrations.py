@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from sqlite_utils import Migrations
 
-from . import run_format
+from . import run_charts, run_format
 from .db import write_transaction
 
 migrations = Migrations("toolgate")
@@ -358,6 +358,37 @@ def _add_run_api(db):
         db["runs"].create_index([*columns, "id"])
 
 
+@migrations(name="0068_run_charts")
+def _run_charts(db):
+    # The run charts (store/run_charts.py) read two counts tables that triggers keep in step with the runs; each run
+    # row carries what they count it by. Runs stored before get those columns from their stored run.
+    for column, kind in (("rounds_used", int), ("rejections", str)):
+        db["runs"].add_column(column, kind)
+    last_id = 0
+    while True:
+        rows = list(db.query("SELECT * FROM runs WHERE id > ? ORDER BY id LIMIT 500", [last_id]))
+        if not rows:
+            break
+        for row in rows:
+            db["runs"].update(row["id"], run_charts.chart_columns(run_format.run_from_row(row)))
+        last_id = rows[-1]["id"]
+    db.executescript(run_charts.chart_triggers_sql())
+    db.executescript(run_charts.fill_counts_sql())
+
+
+@migrations(name="0069_log_kinds")
+def _log_kinds(db):
+    # The log filters by kind as well as agent and level: the counts per kind too, and an index per new filter
+    # combination ending in the id it pages by, as step 0060 did for the runs' source.
+    db.executescript(
+        "DROP TRIGGER log_counts_insert; DROP TRIGGER log_counts_delete; DROP TRIGGER log_counts_update; "
+        "DROP TABLE log_counts;"
+    )
+    _create_counts_table(db, "log_counts", "log", ("level", "kind"))
+    for columns in (["kind"], ["agent_id", "kind"], ["level", "kind"], ["agent_id", "level", "kind"]):
+        db["log"].create_index([*columns, "id"])
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
@@ -380,6 +411,16 @@ def _record(db, name, applied_at=None):
 
 def applied_migrations(db):
     return [migration.name for migration in migrations.applied(db)]
+
+
+def created_since(db, seconds):
+    """Whether every step was applied in the last `seconds`: a database just created (by a command that ran a
+    moment before, as `make run`'s check-host does), not one that was upgraded or has been in use."""
+    times = [row["applied_at"] for row in db.query(f"SELECT applied_at FROM {migrations.migrations_table}")]
+    if not times:
+        return False
+    oldest = min(datetime.fromisoformat(applied_at) for applied_at in times)
+    return (datetime.now(UTC) - oldest).total_seconds() <= seconds
 
 
 def migrate(db):

@@ -14,34 +14,53 @@ import json
 import time
 from dataclasses import replace
 
-from engine.types import FINISHED, INTERRUPTED, RUNNING
+from engine.round import AWAITING_CLIENT
+from engine.types import ABANDONED, AWAITING, FINISHED, INTERRUPTED, RUNNING
 
-from . import get_row, history, insert_row, now
+from . import get_row, history, insert_row, now, select_rows
 from . import log as log_store
 from .db import write_transaction
+from .run_charts import chart_columns
 from .run_format import run_from_row, stored_row
 
 PER_PAGE = 20
 SUMMARY = (
-    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, api, created_at, "
-    "state, lease_until"
+    "id, agent_id, message, stop_reason, answer, tool_calls, rejected_calls, duration_ms, source, created_at, "
+    "state, lease_until, api"
 )
+# A proxied run waiting for its client reads `abandoned` once the client has sent no request for this long: its
+# `lease_until` is set this far ahead at every request, as a step's lease is for a live run.
+ABANDONED_AFTER_SECONDS = 30 * 60
+# The states the runs list filters by besides the stop reasons, each a condition on the runs (`:now`: Unix time).
+# Runs in them are few (they have not ended, or not for long), so their list is one page of the newest.
+STATE_CONDITIONS = {
+    RUNNING: "state = 'running' AND lease_until >= :now",
+    AWAITING: "state = 'awaiting_approval'",
+    INTERRUPTED: "state = 'running' AND lease_until < :now",
+    ABANDONED: "stop_reason = 'awaiting_client' AND lease_until < :now",
+}
+STATES = tuple(STATE_CONDITIONS)
+STATE_PAGE = 200  # the newest runs in one state a list shows
 SOURCES = ("page", "api", "cli", "proxy", "case")  # where a run came from (SPEC §8)
 APIS = ("chat_completions", "responses", "messages")  # the API a proxied run's client spoke (SPEC §8)
 
 
 def _row(run):
     """The runs row of a run dict, but its id and creation time: run_format's (what step 0007 writes, which must
-    not change), the run's state, where it came from and the API its client spoke (each in its column only, like
-    run_format's columns: a null in `result`) and, for a proxied run, its conversation's key."""
+    not change), the run's state, where it came from (in its column only, like run_format's columns: a null in
+    `result`), for a proxied run its conversation's key and the API its client spoke (in its column only too), and
+    what the charts count it by (store/run_charts.py)."""
     conversation = run.get("conversation")
-    in_columns = {key: None for key in ("source", "api") if isinstance(run.get(key), str)}
+    source, api = run.get("source"), run.get("api")
+    in_columns = {key: None for key, value in (("source", source), ("api", api)) if isinstance(value, str)}
     return {
         **stored_row({**run, **in_columns}),
         "state": run.get("state", FINISHED),
-        "source": run.get("source"),
-        "api": run.get("api"),
+        "source": source,
+        "api": api if isinstance(api, str) else None,
         "conversation_key": conversation.get("key") if isinstance(conversation, dict) else None,
+        **chart_columns(run),
+        **({"lease_until": time.time() + ABANDONED_AFTER_SECONDS} if run.get("stop_reason") == AWAITING_CLIENT else {}),
     }
 
 
@@ -138,11 +157,15 @@ def request_stop(db, run_id):
 
 
 def _state(row):
-    """The run's state as people read it: a running run whose lease has passed is interrupted."""
+    """The run's state as people read it: a running run whose lease has passed is interrupted; a proxied run whose
+    client has not come back within ABANDONED_AFTER_SECONDS is abandoned."""
     state = row.get("state") or FINISHED
     lease_until = row.get("lease_until")
-    if state == RUNNING and lease_until is not None and lease_until < time.time():
+    passed = lease_until is not None and lease_until < time.time()
+    if state == RUNNING and passed:
         return INTERRUPTED
+    if row.get("stop_reason") == AWAITING_CLIENT and passed:
+        return ABANDONED
     return state
 
 
@@ -154,7 +177,7 @@ def _run_from_row(row):
         run["api"] = row["api"]
     if "state" in run or row["state"] != FINISHED:  # a run stored before states existed reads as it was stored
         run["state"] = _state(row)
-    if run.get("state", FINISHED) != FINISHED:
+    if run.get("state", FINISHED) not in (FINISHED, ABANDONED):
         run["started_at"] = row["started_at"]
         run["stop_requested"] = bool(row["stop_requested"])
     return run
@@ -197,6 +220,21 @@ def list_runs(db, agent_id=None, stop_reason=None, before=None, after=None, per_
     store.history.Page. Summaries carry the listing columns only, never the whole run."""
     filters = {"agent_id": agent_id, "stop_reason": stop_reason, "source": source, "api": api}
     return _summaries(history.history_page(db, "runs", "run_counts", filters, SUMMARY, per_page, before, after))
+
+
+def runs_in_state(db, state, agent_id=None, source=None, api=None):
+    """The newest STATE_PAGE run summaries in one of STATES (and the filters), newest first, as a one-page
+    store.history.Page."""
+    conditions = [STATE_CONDITIONS[state]]
+    parameters = {"now": time.time()}
+    for column, value in (("agent_id", agent_id), ("source", source), ("api", api)):
+        if value:
+            conditions.append(f"{column} = :{column}")
+            parameters[column] = value
+    where = " AND ".join(conditions)
+    rows = select_rows(db, f"SELECT {SUMMARY} FROM runs WHERE {where} ORDER BY id DESC LIMIT {STATE_PAGE}", parameters)
+    total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", parameters).fetchone()[0]
+    return _summaries(history.Page(rows, total, newer=None, older=None))
 
 
 def numbered_runs_page(db, agent_id=None, stop_reason=None, number=1, per_page=PER_PAGE, source=None, api=None):

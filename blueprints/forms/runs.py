@@ -11,10 +11,13 @@ from wtforms.widgets import NumberInput
 
 from engine.config import MAX_ROUNDS_LIMIT, MESSAGE_MAX, SCRIPTED_PROVIDER, apply_overrides
 
+from .agents import AgentForm
 from .fields import posted_text, posted_whole_number
 from .request_settings import (
     ON_ROUND_CAP_CHOICES,
+    PARALLEL_TOOL_CALLS_VALUES,
     REQUEST_SETTINGS,
+    parallel_tool_calls_choice,
     parse_script,
     request_settings_data,
     request_settings_fields,
@@ -39,6 +42,7 @@ class RunForm(FlaskForm):
         widget=NumberInput(min=0, max=MAX_ROUNDS_LIMIT),
     )
     on_round_cap = SelectField("At the round cap", choices=ON_ROUND_CAP_CHOICES, validate_choice=False)
+    parallel_tool_calls = AgentForm.parallel_tool_calls
     script = TextAreaField("Script (JSON)", description=RUN_SCRIPT_HELP, render_kw={"rows": 12, "spellcheck": "false"})
 
     tool_names = ()  # set by run_form_class()
@@ -60,6 +64,9 @@ class RunForm(FlaskForm):
         was read, the script; the request settings; every offered tool's settings, None for the tools left
         unticked."""
         settings = {"max_rounds": posted_whole_number(self.max_rounds.data), "on_round_cap": self.on_round_cap.data}
+        settings["parallel_tool_calls"] = PARALLEL_TOOL_CALLS_VALUES.get(
+            self.parallel_tool_calls.data, self.parallel_tool_calls.data
+        )
         settings.update(request_settings_data(self))
         if hasattr(self, "script_value"):
             settings["script"] = self.script_value
@@ -72,7 +79,14 @@ class RunForm(FlaskForm):
         parts = key.removeprefix("overrides.").split(".")
         if parts[0] == "tools":
             return tool_error_field(self, parts)
-        if len(parts) == 1 and parts[0] in ("message", "max_rounds", "on_round_cap", "script", *REQUEST_SETTINGS):
+        if len(parts) == 1 and parts[0] in (
+            "message",
+            "max_rounds",
+            "on_round_cap",
+            "parallel_tool_calls",
+            "script",
+            *REQUEST_SETTINGS,
+        ):
             return self[parts[0]]
         return None
 
@@ -105,6 +119,7 @@ def run_form_data(agent, tools, message):
         "message": message,
         "max_rounds": str(agent["max_rounds"]),
         "on_round_cap": agent["on_round_cap"],
+        "parallel_tool_calls": parallel_tool_calls_choice(agent["parallel_tool_calls"]),
         **request_settings_form_data(agent),
         "script": json.dumps(agent.get("script", []), indent=2, ensure_ascii=False),
         "tools": tools_form_data(agent, tools),

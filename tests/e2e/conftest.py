@@ -22,6 +22,23 @@ def live_server(tmp_path_factory):
     thread.join(timeout=5)
 
 
+@pytest.fixture(scope="session")
+def demo_server(tmp_path_factory):
+    """A second live server, over a database with the demo loaded as `make run` loads it: the pages a newcomer sees
+    first. Tests that change it put back what they change."""
+    instance = tmp_path_factory.mktemp("demo_instance")
+    app = create_app({"DATABASE": str(instance / "toolgate.db")}, instance_path=str(instance))
+    assert app.test_cli_runner().invoke(args=["load-demo"]).exit_code == 0
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.app = app
+    server.url = f"http://127.0.0.1:{server.server_port}"
+    yield server
+    server.shutdown()
+    thread.join(timeout=5)
+
+
 @pytest.fixture
 def suffix():
     """A few characters no other test uses: every browser test shares one server and its database, so what a test

@@ -5,6 +5,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.tool_settings import tool_settings
+
 pytestmark = pytest.mark.e2e
 
 RESTRICT = "Restrict to one call per response"
@@ -12,8 +14,7 @@ MESSAGE = "Multiple call error message"
 
 
 def tool(page, name):
-    """The fieldset of one tool on the agent form: every tool has the same labels, so scope by tool."""
-    return page.get_by_role("group", name=name, exact=True)
+    return tool_settings(page, name)
 
 
 def field(page, label):

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.run_page import round_section, start_run
+from tests.e2e.tool_settings import tool_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -15,7 +16,7 @@ NOT_ALLOWED = "Error: invalid value for entity_type in list_bundles: user is not
 
 
 def tool(page, name):
-    return page.get_by_role("group", name=name, exact=True)
+    return tool_settings(page, name)
 
 
 def argument(page, tool_name, name):
@@ -89,7 +90,7 @@ def test_a_disallowed_value_is_rejected_and_the_retry_runs(page, allow_list_agen
     start_run(page, "Which bundles do users have?")
 
     first = round_section(page, 1)
-    expect(first.get_by_role("heading")).to_contain_text("All 1 call rejected — nothing executed")
+    expect(first.get_by_role("heading")).to_contain_text("The only call was rejected")
     expect(first.get_by_role("row").filter(has_text="call_1_1")).to_contain_text("Value not allowed")
     expect(first.get_by_test_id("call-sent-back")).to_have_text(NOT_ALLOWED)
     first.get_by_text("What the model saw").click()

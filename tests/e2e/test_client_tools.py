@@ -7,6 +7,8 @@ import openai
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.tool_settings import tool_settings
+
 pytestmark = pytest.mark.e2e
 
 PLACE = {
@@ -16,7 +18,7 @@ PLACE = {
 
 
 def client_tool(page, name):
-    return page.get_by_role("group", name=name, exact=True)
+    return tool_settings(page, name)
 
 
 def test_add_a_client_tool_restrict_it_and_save(page, suffix):

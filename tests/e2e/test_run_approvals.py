@@ -38,6 +38,21 @@ def call_row(page, call_id):
     return round_section(page, 1).get_by_role("row").filter(has_text=call_id)
 
 
+def expect_decided(row, status, decision):
+    """A decided call of a round still waiting: its decision in place of the three choices."""
+    expect(row.get_by_test_id("call-status")).to_have_text(status)
+    expect(row.get_by_test_id("call-decision")).to_contain_text(decision)
+    expect(row.get_by_role("button")).to_have_count(0)
+
+
+def expect_reject_is_not_the_primary_button(row):
+    def background(name):
+        return row.get_by_role("button", name=name, exact=True).evaluate("b => getComputedStyle(b).backgroundColor")
+
+    assert background("Reject") != background("Approve")
+    assert background("Reject") == "rgb(255, 255, 255)"
+
+
 def test_approve_one_call_and_reject_another_and_see_what_went_back_to_the_model(page, agent_id):
     page.goto(f"/agents/{agent_id}/run")
     start_run(page, "Which bundles do nodes and terms have?")
@@ -49,8 +64,9 @@ def test_approve_one_call_and_reject_another_and_see_what_went_back_to_the_model
 
     call_row(page, "call_1_1").get_by_role("button", name="Approve", exact=True).click()
     expect(heading).to_contain_text("Awaiting approval: 1 of 2 calls to decide")
-    expect(call_row(page, "call_1_1")).to_contain_text("Approved by a reviewer")
+    expect_decided(call_row(page, "call_1_1"), "Approved", "Approved by a reviewer")
     second = call_row(page, "call_1_2")
+    expect_reject_is_not_the_primary_button(second)
     second.get_by_label("Reason (optional)").fill("Tags are not needed.")
     second.get_by_role("button", name="Reject", exact=True).click()
 
@@ -58,6 +74,7 @@ def test_approve_one_call_and_reject_another_and_see_what_went_back_to_the_model
     expect(call_row(page, "call_1_1").get_by_test_id("call-sent-back")).to_contain_text('"article"')
     expect(call_row(page, "call_1_2").get_by_test_id("call-sent-back")).to_have_text(REJECTION)
     expect(call_row(page, "call_1_2")).to_contain_text("Rejected by a reviewer: Tags are not needed.")
+    expect(call_row(page, "call_1_2").get_by_text("Rejected by a reviewer")).to_have_count(1)
     expect(call_row(page, "call_1_3")).to_contain_text("Executed")
     expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(ANSWER)
     page.get_by_text(re.compile(r"^Full transcript")).click()
@@ -85,7 +102,14 @@ def test_without_javascript_a_reviewer_edits_the_arguments_and_approves_through_
         first.get_by_label("Arguments (JSON)").fill('{"entity_type": "media"}')
         first.get_by_role("button", name="Approve with these arguments").click()
         expect(page).to_have_url(re.compile(r"/runs/\d+#run-\d+-pending$"))
-        call_row(page, "call_1_2").get_by_role("button", name="Approve", exact=True).click()
+        expect_decided(
+            call_row(page, "call_1_1"),
+            "Approved",
+            'Approved by a reviewer with edited arguments: {"entity_type": "media"}',
+        )
+        call_row(page, "call_1_2").get_by_label("Reason (optional)").fill("Not now.")
+        call_row(page, "call_1_2").get_by_role("button", name="Reject", exact=True).click()
+        expect(call_row(page, "call_1_2")).to_contain_text("Rejected by a reviewer: Not now.")
 
         expect(page.get_by_role("region", name="Answer", exact=True)).to_contain_text(ANSWER)
         edited = call_row(page, "call_1_1")

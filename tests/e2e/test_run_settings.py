@@ -5,6 +5,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.run_page import round_section, start_run
+from tests.e2e.tool_settings import tool_settings
 from tests.run_scenarios import ENTITY_TYPES_CALL, bundles_agent
 
 pytestmark = pytest.mark.e2e
@@ -17,10 +18,6 @@ MESSAGE = "Multiple call error message"
 def agent_id(new_agent):
     script = [{"tool_calls": [ENTITY_TYPES_CALL, ENTITY_TYPES_CALL]}, {"content": "Done."}]
     return new_agent("e2e_run_settings", bundles_agent(script=script))
-
-
-def tool_settings(page, name):
-    return page.get_by_role("group", name=name, exact=True)
 
 
 def test_ticking_the_restriction_for_a_run_reveals_the_custom_message_the_run_then_uses(page, agent_id):

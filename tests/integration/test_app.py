@@ -100,6 +100,7 @@ def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_p
     assert [agent["id"] for agent in agents] == ["canvas_builder", "catalog_explorer", "docs_assistant"]
     run = client.get("/api/runs/1").get_json()
     assert run["agent_id"] == "catalog_explorer" and run["stop_reason"] == "answered" and run["rejected_calls"] == 2
+    assert "list_bundles, Restricted tool called more than once: 2" in client.get("/runs").get_data(as_text=True)
     assert db["documents"].count == 12 and db["log"].count == 1
 
 

@@ -198,6 +198,7 @@ def test_checking_a_case_after_the_restriction_is_turned_off_shows_which_verdict
     assert "Failed checked" in page and "against revision 2 of the agent" in page
     assert "round 1, call_1_1 (list_bundles): expected rejected (restricted_repeat), got executed" in page
     assert "Round 1 changed" in page and "Round 2 as expected" in page
+    assert page.count("Round 1 ") == 1  # each round once, expected and actual side by side
 
 
 def test_the_agent_page_lists_its_cases_and_check_all_checks_them(client, run_id):

@@ -1,6 +1,7 @@
 """The CLI: init-db, load-demo, export-agent, import-agent (the API's validation; a bad file changes nothing)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,11 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
 
 
 def test_init_db_reports_an_up_to_date_database(tmp_path):
-    make_app(tmp_path)
+    app = make_app(tmp_path)
+    database = open_db(app.config["DATABASE"])
+    database.execute("UPDATE _sqlite_migrations SET applied_at = '2026-01-02 03:04:05.000000+00:00'")
+    database.conn.commit()
+    database.close()
     result = make_app(tmp_path).test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0
     assert "is up to date: no migration step was pending." in result.output
@@ -166,3 +171,20 @@ def test_import_reads_standard_input(runner, actions):
     result = runner.invoke(args=["import-agent", "-"], input='{"id": "piped", "label": "Piped"}')
     assert result.exit_code == 0, result.output
     assert actions.get("piped")["label"] == "Piped"
+
+
+def test_make_run_on_a_fresh_machine_says_it_created_the_database(tmp_path):
+    """`make run`'s flask commands, each in a process of its own as make runs them, in the Makefile's order."""
+    recipe = Path("Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    commands = [
+        line.split("flask --app app ", 1)[1].split() for line in recipe.splitlines() if "flask --app app " in line
+    ]
+    outputs = []
+    for command in commands:
+        arguments = [{"$(HOST)": "127.0.0.1"}.get(argument, argument) for argument in command]
+        result = make_app(tmp_path).test_cli_runner().invoke(args=arguments)
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+
+    assert [command[0] for command in commands] == ["check-host", "init-db", "load-demo"]
+    assert outputs[1].startswith("Created the database at ") and "moments ago" in outputs[1]

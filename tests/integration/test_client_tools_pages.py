@@ -193,3 +193,39 @@ def test_the_gate_api_applies_client_tools(client):
     assert one["execute"] == ["a"]
     log = html_text.unescape(client.get("/log").get_data(as_text=True))
     assert 'called the single-call tool(s) "place_components" multiple times' in log
+
+
+CLIENT_ONLY = {
+    "label": "Client canvas",
+    "client_tools": {"place_components": {"restrict_multiple_calls": True}},
+    "script": [{"content": "A page, from no tools at all."}],
+}
+
+
+def test_the_run_page_of_an_agent_whose_tools_all_run_in_its_client_says_so_and_where_to_point_a_client(client):
+    assert client.put("/api/agents/client_only", json=CLIENT_ONLY).status_code == 201
+
+    html = html_text.unescape(client.get("/agents/client_only/run").get_data(as_text=True))
+
+    assert "This agent's tools run in its client" in html
+    assert "a run from this page offers the model no tools" in html
+    assert 'Base URL <code data-testid="proxy-base-url">http://localhost/proxy/client_only/v1</code>' in html
+    assert "TOOLGATE_URL=http://localhost .venv/bin/python examples/proxy_client.py" in html
+
+
+def test_a_run_from_the_page_of_an_agent_with_only_client_tools_is_marked_as_offering_none(client):
+    assert client.put("/api/agents/client_only", json=CLIENT_ONLY).status_code == 201
+    run = client.post("/api/agents/client_only/runs", json={"message": "Build a page."}).get_json()
+
+    html = client.get(f"/runs/{run['id']}").get_data(as_text=True)
+
+    assert run["rounds"][0]["tools_offered"] is None
+    assert "<strong>No tools offered.</strong> This agent" in html
+
+
+def test_an_agent_with_tools_of_its_own_gets_neither_note(client):
+    assert client.put("/api/agents/both", json={**CLIENT_ONLY, "tools": {"get_layout": {}}}).status_code == 201
+    run = client.post("/api/agents/both/runs", json={"message": "Build a page."}).get_json()
+
+    assert "tools run in its client" not in client.get("/agents/both/run").get_data(as_text=True)
+    assert "No tools offered." not in client.get(f"/runs/{run['id']}").get_data(as_text=True)

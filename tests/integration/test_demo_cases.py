@@ -10,6 +10,7 @@ from services import cases as case_service
 from services.demo import DEMO_AGENTS, DEMO_CASES, load_demo
 from store import agents as agent_store
 from store import cases as case_store
+from tests.run_scenarios import form_fields
 
 
 @pytest.fixture
@@ -79,3 +80,20 @@ def test_the_readmes_check_cases_example_is_what_the_command_prints(runner, demo
     assert result.output == printed
     assert result.exit_code == int(status)
     assert (tmp_path / "cases.xml").exists()
+
+
+@pytest.mark.parametrize("agent_id", sorted(DEMO_CASES))
+def test_a_demo_agents_run_page_is_prefilled_with_its_cases_message(client, demo_db, agent_id):
+    fields = form_fields(client.get(f"/agents/{agent_id}/run").get_data(as_text=True))
+
+    assert fields["message"] == DEMO_CASES[agent_id][1]
+
+
+def test_an_agent_without_a_case_starts_with_an_empty_message_and_a_repeated_run_keeps_its_own(client, demo_db):
+    assert client.put("/api/agents/no_case", json={"label": "No case"}).status_code == 201
+    assert form_fields(client.get("/agents/no_case/run").get_data(as_text=True))["message"] == ""
+    run = client.post("/api/agents/catalog_explorer/runs", json={"message": "Only nodes."}).get_json()
+
+    fields = form_fields(client.get(f"/agents/catalog_explorer/run?from={run['id']}").get_data(as_text=True))
+
+    assert fields["message"] == "Only nodes."

@@ -1,8 +1,12 @@
-"""The log page: policy violations and provider errors, newest first, filtered by agent and level, each linked
-to its run; the violation reads as SPEC §5 says."""
+"""The log page: what the policy rejected and the requests that failed, newest first, filtered by agent, level and
+kind, each linked to its run; the violation reads as SPEC §5 says; the console shows each entry on one line."""
+
+import logging
+from pathlib import Path
 
 import pytest
 
+from blueprints import console_log
 from store import log as log_store
 from store.db import write_transaction
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
@@ -101,3 +105,43 @@ def test_the_log_is_paginated(client, database):
 
 def test_an_empty_log(client):
     assert "No log entries" in html_of(client.get("/log"))
+
+
+def test_the_log_filters_by_kind_and_offers_every_kind_the_policy_logs(client, two_agents, database):
+    run(client, "bundles")
+    with write_transaction(database):
+        log_store.add_entries(
+            database,
+            [
+                {
+                    "level": "warning",
+                    "kind": "repeated_call",
+                    "agent_id": "other",
+                    "message": "Repeated: list_bundles.",
+                },
+                {"level": "error", "kind": "proxy_error", "agent_id": "other", "message": "The proxy failed."},
+            ],
+        )
+
+    html = html_of(client.get("/log?kind=repeated_call"))
+    everything = html_of(client.get("/log"))
+
+    assert "Repeated: list_bundles." in html and "The proxy failed." not in html and "multiple times" not in html
+    assert "1 entry." in html and "3 entries." in everything
+    for kind in log_store.KINDS:
+        assert f'<option value="{kind}"' in everything
+    assert '<option value="repeated_call" selected>Repeated identical call</option>' in html
+    assert "No log entries match this filter." in html_of(client.get("/log?kind=call_limit&agent=bundles"))
+
+
+def test_the_console_shows_each_entry_on_one_line(capsys):
+    logger = logging.getLogger("toolgate")
+    assert "--call app:serve_app" in Path("Makefile").read_text()  # what `make run` serves attaches it
+    handler = console_log.attach()
+    try:
+        logger.error("The model endpoint answered HTTP 500:\nline two\nline three")
+    finally:
+        logger.removeHandler(handler)
+
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1].endswith("ERROR toolgate: The model endpoint answered HTTP 500: ⏎ line two ⏎ line three")

@@ -3,6 +3,7 @@ provider form's request options, Test connection, the agent's request settings o
 and how a run reads — tokens, finish reasons, repaired ids, cut-off answers, a failed request, a long error, the
 key redacted."""
 
+import html as html_text
 import re
 
 import pytest
@@ -91,7 +92,20 @@ def test_test_connection_says_what_the_model_answered(client, server, remote):
     assert server.bodies == [
         {"model": "m", "messages": [{"role": "user", "content": "Reply with the single word OK."}]}
     ]
-    assert 'id="connection-check-result"' in html and "<form" in html  # the whole edit page, without JavaScript
+    assert 'id="connection-check-fake"' in html and "<form" in html  # the whole edit page, without JavaScript
+
+
+def test_the_list_offers_test_on_each_row_and_a_save_says_so(client, server, remote):
+    server.enqueue(Reply(completion("OK")))
+    fields = {key: str(value) for key, value in server.connection().items() if key not in ("headers", "extra_body")}
+    saved = client.post("/providers/fake/edit", data=fields)
+    assert saved.status_code == 303, saved.get_data(as_text=True)
+    listing = html_text.unescape(client.get(saved.headers["Location"]).get_data(as_text=True))
+
+    assert 'Saved the provider connection "Fake". Press Test on its row' in listing
+    assert 'aria-label="Test Fake">Test</button>' in listing and 'hx-target="#connection-check-fake"' in listing
+    answer = client.post("/providers/fake/test", headers=HTMX).get_data(as_text=True)
+    assert answer.startswith('<div id="connection-check-fake"') and "<q>OK</q>" in answer
 
 
 def test_test_connection_says_what_went_wrong_without_the_key(client, server, remote):
@@ -99,7 +113,7 @@ def test_test_connection_says_what_went_wrong_without_the_key(client, server, re
 
     html = client.post("/providers/fake/test", headers=HTMX).get_data(as_text=True)
 
-    assert html.startswith('<div id="connection-check-result"')
+    assert html.startswith('<div id="connection-check-fake"')
     assert "The test request failed." in html
     assert "The model endpoint answered HTTP 401: Incorrect API key provided: [redacted]." in html
     assert KEY not in html

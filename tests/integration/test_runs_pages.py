@@ -1,5 +1,6 @@
 """The run page (plain POST and htmx), the permanent page of a run, run again, and the run history."""
 
+import html as html_text
 import json
 import re
 
@@ -119,7 +120,7 @@ def test_run_page_permalink_and_fragment_render_the_run_identically(client, bund
 def test_stop_reason_and_counts_in_words(client, bundles):
     panel = panel_of(post_run(client))
     assert panel.facts["Stop reason"] == "Answered"
-    assert panel.facts["Rounds used"] == "3 of 10"
+    assert panel.facts["Tool rounds"] == "3 of 10"
     assert panel.facts["Calls executed"] == "2"
     assert panel.facts["Calls rejected"] == "2"
     assert panel.highlighted_facts == ["Calls rejected"]
@@ -130,8 +131,9 @@ def test_every_call_shows_what_went_back_to_the_model(client, bundles):
     restricted = texts.RESTRICTED_REPEAT.replace("[tool_name]", "list_bundles")
     assert [call.id for call in calls] == ["call_1_1", "call_1_2", "call_2_1", "call_3_1"]
     assert [call.sent_back for call in calls[:2]] == [restricted, restricted]
-    assert calls[2].sent_back.startswith('{"entity_type": "node", "bundles": [{"id": "article"')  # round 2's output
-    assert calls[3].sent_back.startswith('{"entity_type": "taxonomy_term", "bundles": [{"id": "tags"')
+    # An output that is JSON reads formatted: round 2's and round 3's.
+    assert calls[2].sent_back.startswith('{\n  "entity_type": "node",\n  "bundles": [\n    {\n      "id": "article"')
+    assert json.loads(calls[3].sent_back)["bundles"] == [{"id": "tags", "label": "Tags"}]
 
 
 def test_mixed_response_rejects_the_unrestricted_call_as_collateral(client, bundles):
@@ -279,7 +281,12 @@ def test_a_partly_rejected_round_says_how_many_of_its_calls_were_rejected(client
 
 STOP_REASON_CASES = [
     pytest.param({"max_rounds": 1}, None, "Round cap reached — forced answer without tools", id="forced answer"),
-    pytest.param({"max_rounds": 1, "on_round_cap": "message"}, None, "Stopped at the round cap", id="cap message"),
+    pytest.param(
+        {"max_rounds": 1, "on_round_cap": "message"},
+        None,
+        "Round cap reached — stopped with the round cap message",
+        id="cap message",
+    ),
     pytest.param(
         {"tools": {"list_bundles": {"return_directly": True}}},
         [{"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "user"}}]}],
@@ -450,3 +457,31 @@ def test_history_is_paginated(client, bundles, database):
 
 def test_history_of_nothing(client):
     assert "No runs yet" in html_of(client.get("/runs"))
+
+
+def test_the_run_page_offers_parallel_tool_calls_and_a_run_lists_its_overrides_in_words(client, bundles):
+    response = post_run(client, parallel_tool_calls="false", max_rounds="3")
+    run = client.get("/api/runs/1").get_json()
+
+    assert run["overrides"] == {"max_rounds": 3, "parallel_tool_calls": False}
+    html = html_text.unescape(response.get_data(as_text=True))
+    overrides = re.search(r'<ul class="changed-settings" data-testid="overrides">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<li>(.*?)</li>", overrides) == [
+        "Round cap: <strong>3</strong>",
+        "Parallel tool calls: <strong>off</strong>",
+    ]
+
+
+def test_change_and_run_again_marks_the_settings_that_differ_from_the_agent(client, bundles):
+    post_run(client, max_rounds="2", **{"tools-list_bundles-restrict_multiple_calls": None})
+
+    html = html_text.unescape(client.get("/agents/bundles/run?from=1").get_data(as_text=True))
+
+    assert 'Settings for this run <span class="changed-count">— 2 changed from the agent</span>' in html
+    changed = re.search(r'data-testid="changed-settings">(.*?)</ul>', html, re.S).group(1)
+    assert re.findall(r"<li>(.*?)</li>", changed) == [
+        "Round cap: <strong>2</strong>",
+        "list_bundles: Restrict to one call per response: <strong>off</strong>",
+    ]
+    assert '<div class="field changed-for-run">' in html and 'class="tool changed-for-run"' in html
+    assert "changed from the agent" not in client.get("/agents/bundles/run").get_data(as_text=True)
