@@ -8,6 +8,7 @@ from collections import Counter
 from hypothesis import strategies as st
 
 from engine import advance_run
+from tests import strategies
 from tests.unit.unit_helpers import (
     ARGUMENT_KINDS,
     CountingModel,
@@ -18,18 +19,7 @@ from tests.unit.unit_helpers import (
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta")
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "max_identical_calls": st.integers(0, 2),
-        "use_artifacts": st.booleans(),
-        "require_usage": st.booleans(),
-        "return_directly": st.booleans(),
-        "require_approval": st.booleans(),
-    },
-)
+tool_settings = strategies.tool_settings(optional=strategies.SETTINGS)
 # "repeat": a small `n` that other calls share, so that identical calls happen.
 call_spec = st.tuples(st.sampled_from(NAMES), st.sampled_from((*ARGUMENT_KINDS, "repeat")), st.integers(0, 5))
 script_item = st.one_of(

@@ -10,20 +10,13 @@ from hypothesis import strategies as st
 from engine import run_agent
 from engine.cases import case_from_run, check_case, replay_overrides, replay_refusal, validate_case
 from engine.types import ModelResponse, ToolCall
+from tests import strategies
 from tests.unit.unit_helpers import ARGUMENT_KINDS, RecordingTools, arguments_for
 
 NAMES = ("alpha", "alpha", "beta", "gamma", "ghost")
 CASE_SETTINGS = settings(max_examples=150, deadline=None)
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "require_usage": st.booleans(),
-        "return_directly": st.booleans(),
-    },
-)
+tool_settings = strategies.tool_settings(optional=strategies.LOOP_SETTINGS)
 call_spec = st.tuples(st.sampled_from(NAMES), st.sampled_from(ARGUMENT_KINDS), st.integers(0, 5), st.booleans())
 script_item = st.one_of(
     st.builds(lambda text: ("answer", text), st.sampled_from(["Done.", "", "Maybe."])),

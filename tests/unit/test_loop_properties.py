@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import STOP_REASONS, run_agent
+from tests import strategies
 from tests.unit.unit_helpers import (
     ARGUMENT_KINDS,
     CountingModel,
@@ -26,15 +27,7 @@ ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta", "ghost")
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None)
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "require_usage": st.booleans(),
-        "return_directly": st.booleans(),
-    },
-)
+tool_settings = strategies.tool_settings(optional=strategies.LOOP_SETTINGS)
 call_spec = st.tuples(st.sampled_from(NAMES), st.sampled_from(ARGUMENT_KINDS), st.integers(0, 5))
 script_item = st.one_of(
     st.builds(lambda text: ("answer", text), st.sampled_from(["Done.", "", "Maybe."])),

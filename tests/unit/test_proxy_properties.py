@@ -19,6 +19,7 @@ from engine.proxy.request import current_turn, read_request
 from engine.proxy.serve import RunsInMemory, answer_and_record
 from engine.proxy.upstream import upstream_for_agent
 from engine.types import ToolCall
+from tests import strategies
 
 SCHEMAS = {
     "place": {
@@ -39,13 +40,8 @@ REGION_RULES = [
     {"action": "force_value", "values": ["footer"], "hide": True},
 ]
 
-tool_settings = st.fixed_dictionaries(
-    {
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "max_identical_calls": st.integers(0, 2),
-        "require_usage": st.booleans(),
-    }
+tool_settings = strategies.tool_settings(
+    required=("restrict_multiple_calls", "max_calls_per_run", "max_identical_calls", "require_usage")
 )
 
 
