@@ -9,12 +9,8 @@ from hypothesis import strategies as st
 
 from engine import advance_run
 from tests import strategies
-from tests.unit.unit_helpers import (
-    ARGUMENT_KINDS,
-    CountingModel,
-    InProcessScriptedModel,
-    all_calls,
-)
+from tests.doubles import ModelDouble
+from tests.unit.unit_helpers import ARGUMENT_KINDS, all_calls
 
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta")
@@ -44,7 +40,7 @@ def agents(draw, approvals=True):
 
 
 def counting(script):
-    return CountingModel(InProcessScriptedModel(script))
+    return ModelDouble(script=script)
 
 
 def cut(state):
@@ -98,4 +94,4 @@ def assert_spec_invariants(run, agent, model, tools):
     assert len(model.requests) <= agent["max_rounds"] + 1
     assert len(model.requests) == run["model_requests"]
     if agent["max_rounds"] == 0:
-        assert len(model.requests) == 1 and model.requests[0]["tools"] is None
+        assert len(model.requests) == 1 and model.bodies[0]["tools"] is None
