@@ -147,7 +147,7 @@ class ModelDouble:
         answer = self._answer(self._record(None, {}, body), body)
         if isinstance(answer, HTTPError):
             raise ProviderError(answer.message, status=answer.status)
-        return self._completion(answer)
+        return copy.deepcopy(self._completion(answer))
 
     def through_sdk(self):
         """This double with its requests sent through the openai SDK, as the engine sends a provider's: its
