@@ -12,7 +12,8 @@ one again (or `then`, when given). An answer is one of:
 - a ModelResponse: text and tool calls, as the engine reads them;
 - a dict with "choices": a completion sent as it is (raw, so a test can send what a real server might);
 - a dict with "role": an assistant message, sent as the completion's message;
-- an `HTTPError`: an error status and body (over HTTP; asked in-process it raises ProviderError);
+- a (status, body) tuple: sent as it is with that HTTP status (asked in-process, an error status raises
+  ProviderError), for what a server answers that no model would;
 - a callable: called with the request body, it returns one of the above (a model that reads what it is sent).
 With `script=` it answers as the engine's scripted model does (SPEC §7) instead of from a queue, over HTTP through
 that model's own endpoint (its usage estimate and its streaming included).
@@ -28,7 +29,6 @@ import io
 import json
 import threading
 import time
-from dataclasses import dataclass
 
 import httpx2
 
@@ -72,18 +72,6 @@ def _call(call_id, name, arguments):
 def tool_calls(*calls, content=None):
     """A ModelResponse with these (name, arguments) calls, numbered call_1, call_2, …"""
     return ModelResponse(content, tuple(ToolCall(f"call_{n}", *call) for n, call in enumerate(calls, start=1)))
-
-
-@dataclass(frozen=True)
-class HTTPError:
-    """An error answer: the status and the JSON body (OpenAI's error shape unless given)."""
-
-    status: int
-    message: str = "The model failed."
-    body: object = None
-
-    def payload(self):
-        return self.body if self.body is not None else {"error": {"message": self.message, "type": "error"}}
 
 
 class ModelDouble:
@@ -137,16 +125,12 @@ class ModelDouble:
             "parallel_tool_calls": parallel_tool_calls,
         }
         answer = self._answer(self._record(None, {}, body), body)
-        if isinstance(answer, HTTPError):
-            raise ProviderError(answer.message, status=answer.status)
         return answer if isinstance(answer, ModelResponse) else read_completion(self._completion(answer))
 
     def answer(self, body):
         """The proxy's upstream call: the completion for this chat-completions body."""
         body = json.loads(json.dumps(body))
         answer = self._answer(self._record(None, {}, body), body)
-        if isinstance(answer, HTTPError):
-            raise ProviderError(answer.message, status=answer.status)
         return copy.deepcopy(self._completion(answer))
 
     def through_sdk(self):
@@ -169,8 +153,8 @@ class ModelDouble:
             self._sent()
             return answer
         answer = self._answer(number, body)
-        status, payload = (answer.status, answer.payload()) if isinstance(answer, HTTPError) else (200, None)
-        data = json.dumps(payload if payload is not None else self._completion(answer)).encode()
+        status, payload = answer if isinstance(answer, tuple) else (200, self._completion(answer))
+        data = json.dumps(payload).encode()
         start_response(f"{status} X", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
         return [data]
 
@@ -211,6 +195,12 @@ class ModelDouble:
 
     @staticmethod
     def _completion(answer):
+        """The completion of an answer asked in-process."""
+        if isinstance(answer, tuple):
+            status, payload = answer
+            if status != 200:
+                raise ProviderError(f"The model endpoint answered HTTP {status}.", status=status)
+            return payload
         if isinstance(answer, str):
             return completion(answer)
         if isinstance(answer, ModelResponse):
@@ -228,7 +218,7 @@ def _scripted(script, messages, tools_offered):
 
 def _text_only(answer):
     """What a model offered no tools says: the answer's text, or "Done." when it has none."""
-    if isinstance(answer, str | HTTPError):
+    if isinstance(answer, str | tuple):
         return answer
     if isinstance(answer, ModelResponse):
         return ModelResponse(answer.content or DONE, ())
