@@ -87,6 +87,7 @@ class ModelDouble:
         self.released = threading.Event()
         self._lock = threading.Condition()
         self._sdk = None
+        self._queued_at = 0  # the number of requests answered before the queue was last set
 
     # --- What it was sent ------------------------------------------------------------------------------------------
 
@@ -100,6 +101,12 @@ class ModelDouble:
         return [
             [tool["function"]["name"] for tool in body["tools"]] if body.get("tools") else None for body in self.bodies
         ]
+
+    def enqueue(self, *answers):
+        """Answer the next requests with these (the last one answers the rest), as llm's mock model is scripted."""
+        with self._lock:
+            self.answers = list(answers)
+            self._queued_at = len(self.requests)
 
     def wait_for_request(self, number, timeout=15.0):
         """Wait until request `number` (1-based) has come in: whatever sent it is then waiting for its answer."""
@@ -124,13 +131,13 @@ class ModelDouble:
             "tools": copy.deepcopy(tools),
             "parallel_tool_calls": parallel_tool_calls,
         }
-        answer = self._answer(self._record(None, {}, body), body)
+        answer = self.reply(self.record(None, {}, body), body)
         return answer if isinstance(answer, ModelResponse) else read_completion(self._completion(answer))
 
     def answer(self, body):
         """The proxy's upstream call: the completion for this chat-completions body."""
         body = json.loads(json.dumps(body))
-        answer = self._answer(self._record(None, {}, body), body)
+        answer = self.reply(self.record(None, {}, body), body)
         return copy.deepcopy(self._completion(answer))
 
     def through_sdk(self):
@@ -145,14 +152,14 @@ class ModelDouble:
         raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         body = json.loads(raw) if raw else None
         headers = {key[5:].lower(): value for key, value in environ.items() if key[:5] == "HTTP_"}
-        number = self._record(environ.get("PATH_INFO"), headers, body)
+        number = self.record(environ.get("PATH_INFO"), headers, body)
         if self.script is not None:
             self._wait(number)
             environ["wsgi.input"] = io.BytesIO(raw)
             answer = ScriptedModel(self.script)(environ, start_response)
             self._sent()
             return answer
-        answer = self._answer(number, body)
+        answer = self.reply(number, body)
         status, payload = answer if isinstance(answer, tuple) else (200, self._completion(answer))
         data = json.dumps(payload).encode()
         start_response(f"{status} X", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
@@ -160,7 +167,8 @@ class ModelDouble:
 
     # --- Its parts -------------------------------------------------------------------------------------------------
 
-    def _record(self, path, headers, body):
+    def record(self, path, headers, body):
+        """Keep one request in the history; its number (1-based)."""
         with self._lock:
             self.requests.append({"path": path, "headers": headers, "body": body})
             self._lock.notify_all()
@@ -176,14 +184,14 @@ class ModelDouble:
         with self._lock:
             self.sent.append(time.time())
 
-    def _answer(self, number, body):
-        """The answer to request `number`, after the delay (and the hold)."""
+    def reply(self, number, body):
+        """The queued answer to request `number`, after the delay (and the hold)."""
         self._wait(number)
         tools = bool((body or {}).get("tools")) or self.ignores_tools
         if self.script is not None:
             answer = completion(**_scripted(self.script, body["messages"], tools))
-        elif number <= len(self.answers) or self.then is None:
-            answer = self.answers[min(number, len(self.answers)) - 1]
+        elif (position := number - self._queued_at) <= len(self.answers) or self.then is None:
+            answer = self.answers[min(position, len(self.answers)) - 1]
         else:
             answer = self.then
         if callable(answer):

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from store import providers as provider_store
-from tests.fake_model_server import FakeModelServer, Reply, completion, error_reply
+from tests.doubles import completion
+from tests.fake_model_server import FakeModelServer, Reply, error_reply
 from tests.run_scenarios import form_fields
 from tests.support import page_of
 
@@ -144,7 +145,7 @@ def test_the_run_shows_its_tokens_finish_reasons_and_repaired_ids(client, server
     server.enqueue(
         Reply(
             completion(
-                tool_calls=[("dup", "list_bundles", NODE_CALL), ("dup", "list_bundles", NODE_CALL)],
+                calls=[("dup", "list_bundles", NODE_CALL), ("dup", "list_bundles", NODE_CALL)],
                 usage=(1000, 20, 1020),
             )
         ),
@@ -221,7 +222,7 @@ def test_the_agent_page_shows_its_request_settings(client, actions):
 
 def test_the_command_line_prints_finish_reasons_usage_and_repaired_ids(server, remote, runner):
     server.enqueue(
-        Reply(completion(tool_calls=[("", "list_bundles", NODE_CALL)], usage=(100, 20, 120))),
+        Reply(completion(calls=[("", "list_bundles", NODE_CALL)], usage=(100, 20, 120))),
         Reply(completion("Articles and", finish_reason="length", usage=(150, 5, 155))),
     )
 
