@@ -2,7 +2,6 @@
 case or all of an agent's, and what a failing case shows."""
 
 import html
-import json
 import re
 
 import httpx2
@@ -10,6 +9,7 @@ import pytest
 
 from store import cases as case_store
 from store import providers as provider_store
+from tests.doubles import ModelDouble, completion
 from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, form_fields
 
 
@@ -97,26 +97,19 @@ REAL_MODEL_CALLS = [
 ]
 
 
-def completion(request):
-    assistant_messages = sum(1 for message in json.loads(request.content)["messages"] if message["role"] == "assistant")
+def real_model_answer(body):
+    """A real model's calls, with its own ids and argument spacing, then its answer."""
+    assistant_messages = sum(1 for message in body["messages"] if message["role"] == "assistant")
     if assistant_messages < len(REAL_MODEL_CALLS):
-        calls = [
-            {"id": call_id, "type": "function", "function": {"name": "list_bundles", "arguments": arguments}}
-            for call_id, arguments in REAL_MODEL_CALLS[assistant_messages]
-        ]
-        message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
-    else:
-        message, finish = {"role": "assistant", "content": "Articles, pages and tags."}, "stop"
-    choice = {"index": 0, "message": message, "finish_reason": finish}
-    return httpx2.Response(
-        200, json={"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
-    )
+        calls = REAL_MODEL_CALLS[assistant_messages]
+        return completion(calls=[(call_id, "list_bundles", arguments) for call_id, arguments in calls])
+    return completion("Articles, pages and tags.")
 
 
 @pytest.fixture
 def remote_agent(app, client, database):
     app.config["MODEL_ENVIRON"] = {"REMOTE_API_KEY": "secret"}
-    app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(completion)
+    app.config["MODEL_TRANSPORT"] = httpx2.WSGITransport(app=ModelDouble(real_model_answer, ignores_tools=True))
     provider_store.create_provider(database, REMOTE)
     client.put("/api/agents/remote_agent", json=bundles_agent(provider="remote", script=[]))
 
