@@ -5,8 +5,8 @@ import re
 
 import pytest
 
+from tests.html_reader import form_fields
 from tests.run_panel import read_run_panel
-from tests.run_scenarios import form_fields
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 HTMX = {"HX-Request": "true"}

@@ -10,7 +10,8 @@ import pytest
 from store import cases as case_store
 from store import providers as provider_store
 from tests.doubles import ModelDouble, completion
-from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.html_reader import form_fields
+from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from store import runs as run_store
-from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.html_reader import form_fields
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture

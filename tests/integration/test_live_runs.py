@@ -15,9 +15,10 @@ from store import providers as provider_store
 from store import runs as run_store
 from store.db import open_db
 from tests.doubles import ModelDouble
+from tests.html_reader import form_fields
 from tests.live_http import serving
 from tests.run_panel import read_run_panel
-from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 HTMX = {"HX-Request": "true"}
 

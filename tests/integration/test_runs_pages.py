@@ -7,6 +7,7 @@ import pytest
 
 from engine import texts
 from store import runs as run_store
+from tests.html_reader import form_fields
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import (
     BUNDLES_ANSWER,
@@ -14,7 +15,6 @@ from tests.run_scenarios import (
     CANVAS_AGENT,
     CANVAS_MESSAGE,
     bundles_agent,
-    form_fields,
     mixed_script,
 )
 
