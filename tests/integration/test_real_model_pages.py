@@ -10,8 +10,7 @@ import pytest
 from store import providers as provider_store
 from tests.doubles import completion
 from tests.fake_model_server import FakeModelServer, Reply, error_reply
-from tests.html_reader import form_fields
-from tests.support import page_of
+from tests.html_reader import form_fields, page_of
 
 KEY = "sk-fake-0123456789abcdef"
 HTMX = {"HX-Request": "true"}
