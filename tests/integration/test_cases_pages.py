@@ -1,7 +1,6 @@
 """Regression cases on the pages: save a run as a case, the case page (rename, untick expectations), check one
 case or all of an agent's, and what a failing case shows."""
 
-import html
 import re
 
 import httpx2
@@ -10,7 +9,7 @@ import pytest
 from store import cases as case_store
 from store import providers as provider_store
 from tests.doubles import ModelDouble, completion
-from tests.html_reader import form_fields
+from tests.html_reader import form_fields, text_of
 from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
 
@@ -24,11 +23,6 @@ def run_id(client, bundles):
     response = client.post("/api/agents/bundles/runs", json={"message": BUNDLES_MESSAGE})
     assert response.status_code == 201
     return response.get_json()["id"]
-
-
-def text_of(response):
-    """The page as a person reads it: tags dropped, entities decoded, whitespace collapsed."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", response.get_data(as_text=True))).split())
 
 
 def save_case(client, run_id, name=""):

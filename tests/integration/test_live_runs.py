@@ -15,7 +15,7 @@ from store import providers as provider_store
 from store import runs as run_store
 from store.db import open_db
 from tests.doubles import ModelDouble
-from tests.html_reader import form_fields
+from tests.html_reader import form_fields, html_of
 from tests.live_http import serving
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
@@ -26,10 +26,6 @@ HTMX = {"HX-Request": "true"}
 @pytest.fixture
 def bundles(client):
     assert client.put("/api/agents/bundles", json=bundles_agent()).status_code == 201
-
-
-def html_of(response):
-    return response.get_data(as_text=True)
 
 
 def start_live(client, agent_id="bundles", message=BUNDLES_MESSAGE):

@@ -10,7 +10,7 @@ import pytest
 from store import providers as provider_store
 from tests.doubles import completion
 from tests.fake_model_server import FakeModelServer, Reply, error_reply
-from tests.html_reader import form_fields, page_of
+from tests.html_reader import form_fields, page_of, text_of
 
 KEY = "sk-fake-0123456789abcdef"
 HTMX = {"HX-Request": "true"}
@@ -37,10 +37,6 @@ def run_page(client, **changes):
     fields = {**form_fields(page), "message": "Which bundles exist?", **changes}
     response = client.post("/agents/remote/run", data=fields)
     return response.get_data(as_text=True)
-
-
-def text_of(html):
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 # --- The provider form --------------------------------------------------------------------------------------------
