@@ -75,6 +75,10 @@ def tool_calls(*calls, content=None):
 
 
 class ModelDouble:
+    """A scripted model (see the module's docstring). Its history, `requests`, holds each request's path, headers and
+    JSON body; asked in-process, the body is what the engine passed: {"messages", "tools", "parallel_tool_calls"}
+    (tools None when none were offered)."""
+
     def __init__(self, *answers, script=None, then=None, delay=0.0, ignores_tools=False):
         self.answers = list(answers) or [DONE]
         self.script = script
@@ -203,7 +207,7 @@ class ModelDouble:
 
     @staticmethod
     def _completion(answer):
-        """The completion of an answer asked in-process."""
+        """The completion an answer stands for; an error status asked in-process raises ProviderError."""
         if isinstance(answer, tuple):
             status, payload = answer
             if status != 200:
