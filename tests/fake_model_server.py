@@ -1,9 +1,10 @@
 """A fake OpenAI-compatible model server for the provider tests, served in a thread on 127.0.0.1 (port 0, so tests
 running side by side never clash), speaking HTTP/1.1 with keep-alive like a real server.
 
-It records every request (path, headers, JSON body) and counts the TCP connections opened to it. Each request is
-answered by the next queued `Reply` (the last one answers the rest); a Reply can be any status, headers and body,
-sent whole or trickled a few bytes at a time.
+Its queue and history are the one model double's (tests/doubles): it records every request (path, headers, JSON
+body), and each request is answered by the next queued `Reply` (the last one answers the rest); a Reply can be any
+status, headers and body, sent whole or trickled a few bytes at a time. The server counts the TCP connections
+opened to it.
 """
 
 import json
@@ -12,31 +13,9 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.doubles import ModelDouble, completion
+
 POLL_INTERVAL = 0.05  # how soon the server notices it is shut down
-
-
-def completion(content=None, tool_calls=None, finish_reason=None, usage=None, model="m"):
-    """A chat-completions answer; `tool_calls` in OpenAI's format, or (id, name, arguments) tuples."""
-    message = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = [
-            call
-            if isinstance(call, dict)
-            else {"id": call[0], "type": "function", "function": {"name": call[1], "arguments": call[2]}}
-            for call in tool_calls
-        ]
-    body = {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}
-        ],
-    }
-    if usage is not None:
-        body["usage"] = dict(zip(("prompt_tokens", "completion_tokens", "total_tokens"), usage, strict=True))
-    return body
 
 
 @dataclass
@@ -99,36 +78,37 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeModelServer:
+    """The one model double (tests/doubles) behind a keep-alive HTTP/1.1 server: its queue holds `Reply`s (a status,
+    headers and a body, sent whole or trickled), its history the requests; the server adds the connections opened
+    and when each request came."""
+
     def __init__(self, *replies):
-        self.replies = list(replies) or [Reply()]
-        self.answered = 0  # requests answered since the replies were queued
-        self.requests = []
+        self.model = ModelDouble(*(replies or [Reply()]), ignores_tools=True)
         self.connections = 0
         self.request_times = []
         self._lock = threading.Lock()
 
     def enqueue(self, *replies):
         """Answer the next requests with these replies (the last one answers the rest)."""
-        with self._lock:
-            self.replies = list(replies)
-            self.answered = 0
+        self.model.enqueue(*replies)
 
     def connection_opened(self):
         with self._lock:
             self.connections += 1
 
     @property
+    def requests(self):
+        return self.model.requests
+
+    @property
     def bodies(self):
-        return [request["body"] for request in self.requests]
+        return self.model.bodies
 
     def record(self, path, headers, body):
         """Record one request; the Reply that answers it."""
         with self._lock:
             self.request_times.append(time.monotonic())
-            self.requests.append({"path": path, "headers": headers, "body": body})
-            reply = self.replies[min(self.answered, len(self.replies) - 1)]
-            self.answered += 1
-            return reply
+        return self.model.reply(self.model.record(path, headers, body), body)
 
     def __enter__(self):
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx2
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from engine.scripted import ScriptedModel
+from tests.doubles import ModelDouble
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = 30.0
@@ -45,17 +45,12 @@ def serving(wsgi_app):
         server.server_close()
 
 
-class SlowModel:
+class SlowModel(ModelDouble):
     """An OpenAI-compatible chat-completions server that answers from a script after `delay` seconds, as a remote
-    model would: the engine's scripted model behind a wait."""
+    model would: the one model double (tests/doubles) playing the engine's scripted model behind a wait."""
 
     def __init__(self, script, delay=0.2):
-        self.model = ScriptedModel(script)
-        self.delay = delay
-
-    def __call__(self, environ, start_response):
-        time.sleep(self.delay)
-        return self.model(environ, start_response)
+        super().__init__(script=script, delay=delay)
 
 
 def csrf_token(html):

@@ -1,15 +1,15 @@
 """What the policy proxy's tests share: a fake OpenAI-compatible upstream that records what the proxy sends it, the
 app served for real (tests/live_http.serving) with an `openai` SDK client pointed at an agent's proxy, and the
-client tool definitions and completions those tests exchange."""
+client tool definitions those tests exchange. `completion` (tests/doubles) is imported from here too."""
 
-import json
-import threading
 from contextlib import contextmanager
 
 import openai
 
 from store import providers as provider_store
 from store.db import open_db
+from tests.doubles import ModelDouble
+from tests.doubles import completion as completion  # the proxy tests import it from here
 from tests.live_http import serving
 
 UPSTREAM_KEY = "UPSTREAM_API_KEY"
@@ -46,59 +46,20 @@ TWO_PLACEMENTS = {
 ONE_PLACEMENT = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
 
 
-def completion(content=None, calls=(), usage=None, finish_reason=None):
-    """A chat-completions answer; `calls` are (id, name, arguments) with arguments a dict or a raw string."""
-    message = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {
-                    "name": name,
-                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-                },
-            }
-            for call_id, name, arguments in calls
-        ]
-    body = {
-        "id": "chatcmpl-upstream",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "upstream-model",
-        "system_fingerprint": "fp_upstream",
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason or ("tool_calls" if calls else "stop")}
-        ],
-    }
-    if usage is not None:
-        body["usage"] = dict(zip(("prompt_tokens", "completion_tokens", "total_tokens"), usage, strict=True))
-    return body
-
-
-class FakeUpstream:
-    """An OpenAI-compatible chat-completions server (WSGI): each request gets the next queued (status, body), the
-    last one the rest; every request's path, headers and JSON body are kept in `requests`."""
+class FakeUpstream(ModelDouble):
+    """The proxy's upstream: the one model double, answering whatever it is offered (as a model might), its queue of
+    (status, body) replies or completions in `replies`."""
 
     def __init__(self, *replies):
-        self.replies = [reply if isinstance(reply, tuple) else (200, reply) for reply in replies]
-        self.requests = []
-        self._lock = threading.Lock()
+        super().__init__(*replies, ignores_tools=True)
 
     @property
-    def bodies(self):
-        return [request["body"] for request in self.requests]
+    def replies(self):
+        return self.answers
 
-    def __call__(self, environ, start_response):
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = json.loads(environ["wsgi.input"].read(length) or b"null")
-        with self._lock:
-            headers = {key[5:].lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
-            self.requests.append({"path": environ["PATH_INFO"], "headers": headers, "body": body})
-            status, reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
-        data = json.dumps(reply).encode()
-        start_response(f"{status} X", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
-        return [data]
+    @replies.setter
+    def replies(self, replies):
+        self.answers = list(replies)
 
 
 def add_upstream(app, base_url, provider_id="upstream", **fields):

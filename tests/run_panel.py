@@ -1,99 +1,13 @@
 """The run panel (templates/runs/_run.html) read as a person reads it: the texts shown, found through the panel's
-`data-testid` hooks, so a test asserts on what the page says and a change of markup breaks only this reader.
+`data-testid` hooks in the tree of tests/html_reader.py, so a test asserts on what the page says and a change of
+markup breaks only this reader.
 
 Where colour carries meaning (a rejected call, a round with rejections, the count of rejected calls), the reader
 also gives the mark the stylesheet colours."""
 
-import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 
-VOID_ELEMENTS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-# Elements a browser lays out on lines of their own: their text never runs into the text beside them.
-BLOCK_ELEMENTS = {
-    "article", "caption", "dd", "details", "div", "dl", "dt", "h1", "h2", "h3", "header", "li", "ol", "p", "pre",
-    "section", "summary", "table", "td", "th", "tr", "ul",
-}  # fmt: skip
-
-
-class Element:
-    def __init__(self, tag, attrs):
-        self.tag = tag
-        self.attrs = dict(attrs)
-        self.children = []  # elements and strings, in document order
-
-    @property
-    def classes(self):
-        return (self.attrs.get("class") or "").split()
-
-    @property
-    def text(self):
-        """The text as shown: whitespace collapsed, except inside <pre>, which shows it as it is."""
-        raw = "".join(self._strings())
-        return raw if self.tag == "pre" else re.sub(r"\s+", " ", raw).strip()
-
-    def _strings(self):
-        for child in self.children:
-            if isinstance(child, str):
-                yield child
-            elif child.tag in BLOCK_ELEMENTS:
-                yield "\n"
-                yield from child._strings()
-                yield "\n"
-            else:
-                yield from child._strings()
-
-    def elements(self):
-        """This element and every element inside it, in document order."""
-        yield self
-        for child in self.children:
-            if isinstance(child, Element):
-                yield from child.elements()
-
-    def all(self, testid):
-        return [element for element in self.elements() if element.attrs.get("data-testid") == testid]
-
-    def one(self, testid):
-        found = self.all(testid)
-        assert len(found) == 1, f"expected one {testid!r}, found {len(found)}"
-        return found[0]
-
-    def optional(self, testid):
-        found = self.all(testid)
-        assert len(found) <= 1, f"expected at most one {testid!r}, found {len(found)}"
-        return found[0] if found else None
-
-
-class _TreeBuilder(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.root = Element("#document", [])
-        self.open = [self.root]
-
-    def handle_starttag(self, tag, attrs):
-        element = Element(tag, attrs)
-        self.open[-1].children.append(element)
-        if tag not in VOID_ELEMENTS:
-            self.open.append(element)
-
-    def handle_startendtag(self, tag, attrs):
-        self.open[-1].children.append(Element(tag, attrs))
-
-    def handle_endtag(self, tag):
-        for depth in range(len(self.open) - 1, 0, -1):
-            if self.open[depth].tag == tag:
-                del self.open[depth:]
-                return
-
-    def handle_data(self, data):
-        self.open[-1].children.append(data)
-
-
-def parse_html(html):
-    builder = _TreeBuilder()
-    builder.feed(html)
-    builder.close()
-    return builder.root
+from tests.html_reader import parse_html
 
 
 @dataclass(frozen=True)

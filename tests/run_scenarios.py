@@ -2,7 +2,6 @@
 the run integration tests and the browser tests. Each is the agent's JSON form, for PUT /api/agents/<id>."""
 
 import copy
-from html.parser import HTMLParser
 
 TWO_LIST_BUNDLES = {
     "tool_calls": [
@@ -91,62 +90,3 @@ CANVAS_AGENT = {
     ],
 }
 CANVAS_MESSAGE = "Build a page with a hero and a text below it."
-
-
-class _FormReader(HTMLParser):
-    def __init__(self, form_id):
-        super().__init__(convert_charrefs=True)
-        self.form_id = form_id
-        self.inside = False
-        self.fields = {}
-        self.textarea = None
-        self.select = None
-        self.textareas = set()
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "form":
-            self.inside = attrs.get("id") == self.form_id
-        if not self.inside:
-            return
-        name = attrs.get("name")
-        if tag == "input" and name:
-            if attrs.get("type") == "checkbox":
-                if "checked" in attrs:
-                    self.fields[name] = attrs.get("value", "y")
-            elif attrs.get("type") != "submit":
-                self.fields[name] = attrs.get("value", "")
-        elif tag == "textarea" and name:
-            self.textarea = name
-            self.textareas.add(name)
-            self.fields[name] = ""
-        elif tag == "select" and name:
-            self.select = name
-        elif tag == "option" and self.select and ("selected" in attrs or self.select not in self.fields):
-            self.fields[self.select] = attrs.get("value", "")
-
-    def handle_endtag(self, tag):
-        if tag == "form":
-            self.inside = False
-        elif tag == "textarea":
-            self.textarea = None
-        elif tag == "select":
-            self.select = None
-
-    def handle_data(self, data):
-        if self.textarea:
-            self.fields[self.textarea] += data
-
-
-def form_fields(page_html, form_id="run-form"):
-    """What a browser would post for the form with this id, as rendered: every field with its value, ticked
-    boxes only. A textarea's leading newline is dropped, as browsers do."""
-    reader = _FormReader(form_id)
-    reader.feed(page_html)
-    return {
-        name: _drop_first_newline(value) if name in reader.textareas else value for name, value in reader.fields.items()
-    }
-
-
-def _drop_first_newline(text):
-    return text[2:] if text.startswith("\r\n") else text[1:] if text.startswith("\n") else text

@@ -1,9 +1,7 @@
-"""Helpers for the integration tests: an app over a temporary database, what a browser posts for an agent, and
-reading a rendered form."""
+"""Helpers for the integration tests: an app over a temporary database and what a browser posts for an agent.
+(A rendered form is read by tests/html_reader.py.)"""
 
-import html
 import json
-import re
 import shutil
 
 from flask.testing import FlaskClient
@@ -98,40 +96,3 @@ def argument_form_data(prefix, settings):
     for argument, text in settings["argument_descriptions"].items():
         data[f"{prefix}arguments-{argument}-argument_description"] = text
     return data
-
-
-class Page:
-    """Read a rendered form the way a browser would: an input's value, a textarea's text, a box's state, the
-    errors next to a field. Attribute order does not matter."""
-
-    def __init__(self, html):
-        self.html = html
-
-    def _tag(self, tag, name):
-        for match in re.finditer(rf"<{tag}\b[^>]*>", self.html):
-            if f'name="{name}"' in match.group(0):
-                return match
-        raise AssertionError(f"no <{tag} name={name!r}> in the page")
-
-    def value(self, name):
-        found = re.search(r'value="([^"]*)"', self._tag("input", name).group(0))
-        return html.unescape(found.group(1)) if found else ""
-
-    def checked(self, name):
-        return bool(re.search(r"\bchecked\b", self._tag("input", name).group(0)))
-
-    def has_field(self, name):
-        return f'name="{name}"' in self.html
-
-    def text(self, name):
-        start = self._tag("textarea", name).end()
-        end = self.html.index("</textarea>", start)
-        return html.unescape(self.html[start:end].removeprefix("\r\n").removeprefix("\n"))
-
-    def errors(self, field_id):
-        match = re.search(rf'<ul class="errors" id="{re.escape(field_id)}-errors">(.*?)</ul>', self.html, re.S)
-        return [html.unescape(item) for item in re.findall(r"<li>(.*?)</li>", match.group(1), re.S)] if match else []
-
-
-def page_of(response):
-    return Page(response.get_data(as_text=True))

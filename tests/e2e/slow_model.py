@@ -7,59 +7,22 @@ the responses from a given request on until the test lets them go (`hold`, `rele
 of a step" is a state the test controls instead of a race it hopes to win.
 """
 
-import threading
-import time
 from contextlib import contextmanager
 
-from engine.scripted import ScriptedModel
 from store import providers as provider_store
 from store.db import open_db
+from tests.doubles import ModelDouble
 from tests.live_http import serving
 
 API_KEY_VARIABLE = "E2E_SLOW_MODEL_API_KEY"
 
 
-class TimedSlowModel:
-    def __init__(self, script, delay):
-        self.endpoint = ScriptedModel(script)
-        self.delay = delay
-        self.sent = []  # Unix time at which each response was sent, in request order
-        self.requests = 0
-        self.hold_from = None  # the first request (1-based) whose response waits for release()
-        self.released = threading.Event()
-        self.lock = threading.Condition()  # notified at each request
-
-    def hold(self, from_request):
-        self.hold_from = from_request
-
-    def wait_for_request(self, number, timeout=15.0):
-        """Wait until request `number` (1-based) has come in: the step that sent it is then in flight."""
-        with self.lock:
-            arrived = self.lock.wait_for(lambda: self.requests >= number, timeout)
-        assert arrived, f"the model had {self.requests} requests after {timeout} s, not {number}"
-
-    def release(self):
-        self.released.set()
-
-    def __call__(self, environ, start_response):
-        with self.lock:
-            self.requests += 1
-            number = self.requests
-            self.lock.notify_all()
-        # The model thinking: the server waits, never the test (it waits for what the page shows).
-        threading.Event().wait(self.delay)
-        if self.hold_from is not None and number >= self.hold_from:
-            self.released.wait(timeout=60)
-        body = self.endpoint(environ, start_response)
-        with self.lock:
-            self.sent.append(time.time())
-        return body
-
-
 @contextmanager
 def slow_model(database_path, provider_id, script, delay=1.0, timeout=10.0, monkeypatch=None):
-    """A TimedSlowModel serving `script`, stored as the provider connection `provider_id` of the app's database."""
-    model = TimedSlowModel(script, delay)
+    """The one model double (tests/doubles) serving `script` after `delay` seconds a request, stored as the provider
+    connection `provider_id` of the app's database. Its `sent` holds the Unix time each response went out, and
+    `hold`, `wait_for_request` and `release` control when it answers."""
+    model = ModelDouble(script=script, delay=delay)
     if monkeypatch is not None:
         monkeypatch.setenv(API_KEY_VARIABLE, "not-a-real-key")
     with serving(model) as url:

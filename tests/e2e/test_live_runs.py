@@ -117,7 +117,7 @@ def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(
         expect(second.get_by_role("row").filter(has_text="call_2_1")).to_contain_text('"article"')
         expect(round_section(page, 3)).to_have_count(0)
         expect(answer_region(page)).to_contain_text("None: a person stopped the run.")
-        assert model.requests == 2
+        assert len(model.requests) == 2
 
 
 def serve(database, log_name):

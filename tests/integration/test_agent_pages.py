@@ -6,7 +6,8 @@ import pytest
 
 from engine.tools import default_registry
 from store import agents as agent_store
-from tests.support import agent_form_data, page_of
+from tests.html_reader import page_of
+from tests.support import agent_form_data
 
 RESTRICTED_TOOLS = {"list_bundles": {"restrict_multiple_calls": True, "multiple_call_error_message": "Error: once."}}
 

@@ -174,7 +174,8 @@ def test_the_restriction_off_clears_the_message(client):
 
 
 def test_the_api_and_the_form_share_one_validation(client):
-    from tests.support import agent_form_data, page_of
+    from tests.html_reader import page_of
+    from tests.support import agent_form_data
 
     api = put(client, "same", {"label": "L", "max_rounds": 101}).get_json()["errors"]["max_rounds"]
     form = page_of(client.post("/agents/new", data=agent_form_data({"label": "L", "id": "same", "max_rounds": 101})))

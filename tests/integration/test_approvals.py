@@ -5,8 +5,8 @@ import re
 
 import pytest
 
+from tests.html_reader import form_fields, html_of
 from tests.run_panel import read_run_panel
-from tests.run_scenarios import form_fields
 
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 HTMX = {"HX-Request": "true"}
@@ -40,10 +40,6 @@ def decide(client, run_id, decisions, **body):
 
 def tool_messages(run):
     return {message["tool_call_id"]: message["content"] for message in run["messages"] if message["role"] == "tool"}
-
-
-def html_of(response):
-    return response.get_data(as_text=True)
 
 
 # --- The API ---------------------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ import pytest
 
 from services.demo import CATALOG_PAGE
 from store import runs as run_store
+from tests.html_reader import form_fields, page_of
 from tests.run_panel import read_run_panel
-from tests.run_scenarios import form_fields
-from tests.support import agent_form_data, page_of
+from tests.support import agent_form_data
 
 ONLY_NODE_OR_MEDIA = {"entity_type": {"action": "only_allow", "values": ["node", "media"], "hide": False}}
 FOOTER_HIDDEN = {"region": {"action": "force_value", "values": ["footer"], "hide": True}}

@@ -1,8 +1,6 @@
 """Regression cases on the pages: save a run as a case, the case page (rename, untick expectations), check one
 case or all of an agent's, and what a failing case shows."""
 
-import html
-import json
 import re
 
 import httpx2
@@ -10,7 +8,9 @@ import pytest
 
 from store import cases as case_store
 from store import providers as provider_store
-from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.doubles import ModelDouble, completion
+from tests.html_reader import form_fields, text_of
+from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture
@@ -23,11 +23,6 @@ def run_id(client, bundles):
     response = client.post("/api/agents/bundles/runs", json={"message": BUNDLES_MESSAGE})
     assert response.status_code == 201
     return response.get_json()["id"]
-
-
-def text_of(response):
-    """The page as a person reads it: tags dropped, entities decoded, whitespace collapsed."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", response.get_data(as_text=True))).split())
 
 
 def save_case(client, run_id, name=""):
@@ -97,26 +92,19 @@ REAL_MODEL_CALLS = [
 ]
 
 
-def completion(request):
-    assistant_messages = sum(1 for message in json.loads(request.content)["messages"] if message["role"] == "assistant")
+def real_model_answer(body):
+    """A real model's calls, with its own ids and argument spacing, then its answer."""
+    assistant_messages = sum(1 for message in body["messages"] if message["role"] == "assistant")
     if assistant_messages < len(REAL_MODEL_CALLS):
-        calls = [
-            {"id": call_id, "type": "function", "function": {"name": "list_bundles", "arguments": arguments}}
-            for call_id, arguments in REAL_MODEL_CALLS[assistant_messages]
-        ]
-        message, finish = {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
-    else:
-        message, finish = {"role": "assistant", "content": "Articles, pages and tags."}, "stop"
-    choice = {"index": 0, "message": message, "finish_reason": finish}
-    return httpx2.Response(
-        200, json={"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
-    )
+        calls = REAL_MODEL_CALLS[assistant_messages]
+        return completion(calls=[(call_id, "list_bundles", arguments) for call_id, arguments in calls])
+    return completion("Articles, pages and tags.")
 
 
 @pytest.fixture
 def remote_agent(app, client, database):
     app.config["MODEL_ENVIRON"] = {"REMOTE_API_KEY": "secret"}
-    app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(completion)
+    app.config["MODEL_TRANSPORT"] = httpx2.WSGITransport(app=ModelDouble(real_model_answer, ignores_tools=True))
     provider_store.create_provider(database, REMOTE)
     client.put("/api/agents/remote_agent", json=bundles_agent(provider="remote", script=[]))
 

@@ -5,7 +5,8 @@ a tool the client runs can have, arguments are added by name; and the gate API a
 import html as html_text
 import re
 
-from tests.support import agent_form_data, page_of
+from tests.html_reader import page_of
+from tests.support import agent_form_data
 
 PREFIX = "client_tools-place_components-"
 

@@ -1,13 +1,13 @@
 """Two runs compared: "Compare with…" on a run's page, the comparison page, and the link a repeated run carries
 to the run it repeats ("Run again" and "Change and run again")."""
 
-import html
 import re
 
 import pytest
 
 from store import runs as run_store
-from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.html_reader import form_fields, text_of
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
 @pytest.fixture
@@ -19,15 +19,11 @@ def start_run(client, agent_id="bundles"):
     return client.post(f"/api/agents/{agent_id}/runs", json={"message": BUNDLES_MESSAGE}).get_json()["id"]
 
 
-def text_of(response):
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", response.get_data(as_text=True))).split())
-
-
 def marked(response):
     """The texts the page highlights as different."""
     page = response.get_data(as_text=True)
     return [
-        " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+        text_of(text)
         for text in re.findall(r'class="[^"]*\bdiffers\b[^"]*">(.*?)</(?:td|pre|span|div|code)>', page, re.S)
     ]
 

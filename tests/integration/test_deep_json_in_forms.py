@@ -5,10 +5,10 @@ arguments still shows its page."""
 
 import pytest
 
+from tests.html_reader import form_fields, page_of
 from tests.integration.test_approvals import AGENT as APPROVALS_AGENT
 from tests.integration.test_approvals import post_decision
-from tests.run_scenarios import form_fields
-from tests.support import agent_form_data, page_of
+from tests.support import agent_form_data
 
 DEPTHS = [33, 2_000, 100_000]  # past the limit; past the parser's recursion; far past it
 TOO_DEEP = "Script is nested more than 32 levels deep."

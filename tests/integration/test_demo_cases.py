@@ -10,7 +10,7 @@ from services import cases as case_service
 from services.demo import DEMO_AGENTS, DEMO_CASES, load_demo
 from store import agents as agent_store
 from store import cases as case_store
-from tests.run_scenarios import form_fields
+from tests.html_reader import form_fields
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ change, and the documents agent retrieves from and reads these documents."""
 import pytest
 
 from store import documents as document_store
+from tests.html_reader import html_of
 from tests.run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_MESSAGE
 
 
@@ -12,13 +13,8 @@ def documents(database):
     document_store.import_documents(database, DOCUMENTS)
 
 
-def html_of(response, status=200):
-    assert response.status_code == status
-    return response.get_data(as_text=True)
-
-
 def search(client, query):
-    html = html_of(client.get(f"/documents?q={query}"))
+    html = html_of(client.get(f"/documents?q={query}"), 200)
     if "Best matches" not in html:
         return ""
     results = html[html.index("Best matches") :]
@@ -26,13 +22,13 @@ def search(client, query):
 
 
 def test_list_shows_every_document(client, documents):
-    html = html_of(client.get("/documents"))
+    html = html_of(client.get("/documents"), 200)
     for document in DOCUMENTS:
         assert document["title"] in html and f'href="/documents/{document["id"]}"' in html
 
 
 def test_an_empty_list_explains_how_to_import(client):
-    assert "import-documents" in html_of(client.get("/documents"))
+    assert "import-documents" in html_of(client.get("/documents"), 200)
 
 
 def test_add_a_document_redirects_to_it(client, database):
@@ -40,7 +36,7 @@ def test_add_a_document_redirects_to_it(client, database):
     assert response.status_code == 303
     assert response.headers["Location"] == "/documents/opening-hours"
     assert document_store.get_document(database, "opening-hours")["body"] == "We open at nine."
-    assert "We open at nine." in html_of(client.get("/documents/opening-hours"))
+    assert "We open at nine." in html_of(client.get("/documents/opening-hours"), 200)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +57,7 @@ def test_bad_input_is_shown_beside_its_field(client, documents, database, data, 
 
 
 def test_edit_a_document(client, documents, database):
-    form = html_of(client.get("/documents/gift-cards/edit"))
+    form = html_of(client.get("/documents/gift-cards/edit"), 200)
     assert "Gift cards are valid for two years." in form
     changes = {"title": "Gift vouchers", "body": "Valid for\r\nfive years."}
     response = client.post("/documents/gift-cards/edit", data=changes)
@@ -73,7 +69,7 @@ def test_edit_a_document(client, documents, database):
 
 
 def test_delete_asks_then_deletes(client, documents, database):
-    assert "Delete document" in html_of(client.get("/documents/gift-cards/delete"))
+    assert "Delete document" in html_of(client.get("/documents/gift-cards/delete"), 200)
     response = client.post("/documents/gift-cards/delete")
     assert response.status_code == 303 and response.headers["Location"] == "/documents"
     assert not document_store.document_exists(database, "gift-cards")

@@ -2,7 +2,6 @@
 step's fragment exactly the part the run's permanent page renders, Stop, and a run whose process died shown as
 interrupted, then resumed from its last round."""
 
-import json
 import re
 import threading
 import time
@@ -15,9 +14,11 @@ from store import agents as agent_store
 from store import providers as provider_store
 from store import runs as run_store
 from store.db import open_db
+from tests.doubles import ModelDouble
+from tests.html_reader import form_fields, html_of
 from tests.live_http import serving
 from tests.run_panel import read_run_panel
-from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 HTMX = {"HX-Request": "true"}
 
@@ -25,10 +26,6 @@ HTMX = {"HX-Request": "true"}
 @pytest.fixture
 def bundles(client):
     assert client.put("/api/agents/bundles", json=bundles_agent()).status_code == 201
-
-
-def html_of(response):
-    return response.get_data(as_text=True)
 
 
 def start_live(client, agent_id="bundles", message=BUNDLES_MESSAGE):
@@ -287,36 +284,11 @@ def test_the_live_run_requests_need_their_csrf_token(csrf_app):
         assert response.status_code == 400 and "The form could not be sent" in html_of(response)
 
 
-class HeldModel:
-    """An OpenAI-compatible server that has received a request (`asked`) and answers it only when `released`."""
-
-    def __init__(self):
-        self.asked = threading.Event()
-        self.released = threading.Event()
-
-    def __call__(self, environ, start_response):
-        environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        self.asked.set()
-        self.released.wait(30)
-        body = json.dumps(
-            {
-                "id": "c",
-                "object": "chat.completion",
-                "created": 1,
-                "model": "m",
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "Late."}, "finish_reason": "stop"}
-                ],
-            }
-        ).encode()
-        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-        return [body]
-
-
 def test_a_step_holds_its_run_for_its_models_timeout_plus_the_lease_so_a_slow_step_is_not_taken_over(app, database):
     """The lease alone (1 s here) would let the run read "interrupted" while its model is still answering within
     its 30 s timeout, and another request could resume it and step it a second time."""
-    model = HeldModel()
+    model = ModelDouble("Late.")
+    model.hold(from_request=1)  # it answers only when released
     with serving(model) as url:
         provider_store.create_provider(
             database,
@@ -336,12 +308,12 @@ def test_a_step_holds_its_run_for_its_models_timeout_plus_the_lease_so_a_slow_st
         )
         stepping.start()
         try:
-            assert model.asked.wait(10)
+            model.wait_for_request(1, timeout=10)
             model.released.wait(1.5)  # past the lease, well within the model's timeout
             assert run_store.get_run(database, run_id)["state"] == "running"
             with pytest.raises(run_service.RunConflict, match="not interrupted"):
                 run_service.resume_stored_run(database, run_id, lease_seconds=1)
         finally:
-            model.released.set()
+            model.release()
             stepping.join(10)
     assert run_store.get_run(database, run_id)["answer"] == "Late."

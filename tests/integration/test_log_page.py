@@ -9,6 +9,7 @@ import pytest
 from blueprints import console_log
 from store import log as log_store
 from store.db import write_transaction
+from tests.html_reader import html_of
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
@@ -22,14 +23,9 @@ def run(client, agent_id):
     return client.post(f"/api/agents/{agent_id}/runs", json={"message": BUNDLES_MESSAGE}).json
 
 
-def html_of(response):
-    assert response.status_code == 200
-    return response.get_data(as_text=True)
-
-
 def test_a_violation_reads_as_the_spec_says_and_links_to_its_run(client, two_agents):
     run_id = run(client, "bundles")["id"]
-    html = html_of(client.get("/log"))
+    html = html_of(client.get("/log"), 200)
     assert (
         "The agent &#34;bundles&#34; called the single-call tool(s) &#34;list_bundles&#34; multiple times in one "
         "response. All 2 tool calls in the response were rejected."
@@ -42,14 +38,14 @@ def test_a_violation_reads_as_the_spec_says_and_links_to_its_run(client, two_age
 def test_entries_are_newest_first(client, two_agents):
     run(client, "bundles")
     run(client, "other")
-    html = html_of(client.get("/log"))
+    html = html_of(client.get("/log"), 200)
     assert html.index('href="/runs/2"') < html.index('href="/runs/1"')
 
 
 def test_filter_by_agent(client, two_agents):
     run(client, "bundles")
     run(client, "other")
-    html = html_of(client.get("/log?agent=other"))
+    html = html_of(client.get("/log?agent=other"), 200)
     assert 'href="/runs/2"' in html and 'href="/runs/1"' not in html
     assert '<option value="other" selected>' in html
 
@@ -60,11 +56,11 @@ def test_filter_by_level(client, two_agents, database):
         log_store.add_entries(
             database, [{"level": "warning", "kind": "provider_error", "agent_id": "other", "message": "Slow model."}]
         )
-    warnings = html_of(client.get("/log?level=warning"))
+    warnings = html_of(client.get("/log?level=warning"), 200)
     assert "Slow model." in warnings and "single-call" not in warnings
-    errors = html_of(client.get("/log?level=error"))
+    errors = html_of(client.get("/log?level=error"), 200)
     assert "Slow model." not in errors and "single-call" in errors
-    assert "Slow model." in html_of(client.get("/log?level=bogus"))  # an unknown level filters nothing
+    assert "Slow model." in html_of(client.get("/log?level=bogus"), 200)  # an unknown level filters nothing
 
 
 def test_provider_errors_are_logged(app, client, database):
@@ -76,7 +72,7 @@ def test_provider_errors_are_logged(app, client, database):
     )
     client.put("/api/agents/remote_agent", json={"label": "Remote", "provider": "remote"})
     run(client, "remote_agent")
-    html = html_of(client.get("/log?agent=remote_agent"))
+    html = html_of(client.get("/log?agent=remote_agent"), 200)
     assert "Provider error" in html and "OPENAI_API_KEY" in html
 
 
@@ -86,7 +82,7 @@ def test_gate_api_violations_have_no_run(client, two_agents):
         {"id": "b", "name": "list_bundles", "arguments": {"entity_type": "user"}},
     ]
     client.post("/api/agents/bundles/gate", json={"tool_calls": calls})
-    assert "gate API" in html_of(client.get("/log"))
+    assert "gate API" in html_of(client.get("/log"), 200)
 
 
 def test_the_log_is_paginated(client, database):
@@ -94,17 +90,17 @@ def test_the_log_is_paginated(client, database):
     entries = [{**entry, "message": f"Entry {number}."} for number in range(55)]
     with write_transaction(database):
         log_store.add_entries(database, entries)
-    first = html_of(client.get("/log"))
+    first = html_of(client.get("/log"), 200)
     assert "Entry 54." in first and "Entry 5." in first and "Entry 4." not in first and "Newer" not in first
     assert '<a rel="next" href="/log?before=6">Older</a>' in first
-    older = html_of(client.get("/log?before=6"))
+    older = html_of(client.get("/log?before=6"), 200)
     assert "Entry 4." in older and "Entry 0." in older and "Entry 5." not in older and "Older" not in older
     assert '<a rel="prev" href="/log?after=5">Newer</a>' in older
-    assert html_of(client.get("/log?after=5")) == first
+    assert html_of(client.get("/log?after=5"), 200) == first
 
 
 def test_an_empty_log(client):
-    assert "No log entries" in html_of(client.get("/log"))
+    assert "No log entries" in html_of(client.get("/log"), 200)
 
 
 def test_the_log_filters_by_kind_and_offers_every_kind_the_policy_logs(client, two_agents, database):

@@ -10,7 +10,8 @@ from app import create_app
 from store import tokens as token_store
 from store.db import open_db
 from tests.bad_input_support import AGENT_ID, database_state, store_agent
-from tests.support import make_app, page_of
+from tests.html_reader import page_of
+from tests.support import make_app
 
 PASSWORD = "correct horse battery staple"
 

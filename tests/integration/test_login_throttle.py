@@ -10,8 +10,9 @@ import pytest
 
 from blueprints import login_throttle
 from store.login_failures import Failures
+from tests.html_reader import page_of
 from tests.live_http import all_at_once, browser, serving
-from tests.support import make_app, page_of
+from tests.support import make_app
 
 PASSWORD = "correct horse battery staple"
 FIRST_WAIT = 0.5

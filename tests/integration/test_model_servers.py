@@ -12,7 +12,8 @@ import pytest
 
 from engine import run_agent
 from engine.tools import default_registry
-from tests.fake_model_server import FakeModelServer, Reply, completion, error_reply
+from tests.doubles import completion
+from tests.fake_model_server import FakeModelServer, Reply, error_reply
 from tests.unit.unit_helpers import NODE_BUNDLES, TAXONOMY_BUNDLES
 
 KEY = "sk-fake-0123456789abcdef"
@@ -64,7 +65,7 @@ def tool_message(call_id, content):
 
 def test_the_agents_request_settings_are_sent_and_tool_choice_only_with_tools(server):
     server.enqueue(
-        Reply(completion(tool_calls=[("c1", "list_bundles", NODE_CALL)])), Reply(completion("Articles and pages."))
+        Reply(completion(calls=[("c1", "list_bundles", NODE_CALL)])), Reply(completion("Articles and pages."))
     )
     settings = {"tool_choice": "list_bundles", "temperature": 0.2, "top_p": 0.9, "seed": 7, "max_tokens": 300}
 
@@ -211,7 +212,7 @@ def test_an_unreachable_server_is_an_error_in_words():
 
 def test_a_repeated_id_in_one_response_is_replaced_and_used_consistently(server):
     server.enqueue(
-        Reply(completion(tool_calls=[("same", "list_bundles", NODE_CALL), ("same", "list_bundles", TAXONOMY_CALL)])),
+        Reply(completion(calls=[("same", "list_bundles", NODE_CALL), ("same", "list_bundles", TAXONOMY_CALL)])),
         Reply(completion("Done.")),
     )
 
@@ -233,9 +234,9 @@ def test_a_repeated_id_in_one_response_is_replaced_and_used_consistently(server)
 def test_missing_empty_and_earlier_ids_are_replaced(server):
     no_id = {"type": "function", "function": {"name": "list_bundles", "arguments": NODE_CALL}}
     server.enqueue(
-        Reply(completion(tool_calls=[no_id, ("", "list_bundles", TAXONOMY_CALL)])),
-        Reply(completion(tool_calls=[("call_1", "list_bundles", NODE_CALL)])),
-        Reply(completion(tool_calls=[("call_1", "list_bundles", NODE_CALL)])),
+        Reply(completion(calls=[no_id, ("", "list_bundles", TAXONOMY_CALL)])),
+        Reply(completion(calls=[("call_1", "list_bundles", NODE_CALL)])),
+        Reply(completion(calls=[("call_1", "list_bundles", NODE_CALL)])),
         Reply(completion("Done.")),
     )
 
@@ -255,7 +256,7 @@ def test_missing_empty_and_earlier_ids_are_replaced(server):
 
 def test_usage_is_recorded_per_round_and_summed_with_the_latency(server):
     server.enqueue(
-        Reply(completion(tool_calls=[("c1", "list_bundles", NODE_CALL)], usage=(100, 20, 120))),
+        Reply(completion(calls=[("c1", "list_bundles", NODE_CALL)], usage=(100, 20, 120))),
         Reply(completion("Done.", usage=(150, 5, 155))),
     )
 

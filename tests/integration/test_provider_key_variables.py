@@ -6,7 +6,8 @@ import httpx2
 import pytest
 
 from tests.bad_input_support import database_state
-from tests.support import make_app, page_of
+from tests.html_reader import page_of
+from tests.support import make_app
 
 CONNECTION = {
     "label": "Remote",

@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.support import agent_form_data, page_of
+from tests.html_reader import page_of
+from tests.support import agent_form_data
 
 OLLAMA = {
     "label": "Local Ollama",

@@ -2,7 +2,6 @@
 interleaving, every transcript the proxy sends upstream answers each call id exactly once — the upstream here
 refuses one that does not, as OpenAI's does ("Duplicate value for 'tool_call_id'")."""
 
-import json
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -10,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
+from tests.doubles import ModelDouble
 from tests.live_http import serving
 from tests.proxy_support import PLACE, RESTRICT, USER, add_upstream, completion
 
@@ -17,35 +17,31 @@ CONTINUATIONS = 10
 REPEATS = 3
 
 
-class StrictUpstream:
+def strict_upstream(duplicates):
     """An OpenAI-compatible server that answers a first request with one call and every later one with text, after a
-    short wait so that requests overlap; it refuses a transcript that answers a call id twice."""
+    short wait so that requests overlap; it refuses a transcript that answers a call id twice (noted in
+    `duplicates`)."""
+    lock = threading.Lock()
 
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.duplicates = []
-
-    def __call__(self, environ, start_response):
-        body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+    def answer(body):
         answered = Counter(m["tool_call_id"] for m in body["messages"] if m.get("role") == "tool")
         twice = [call_id for call_id, count in answered.items() if count > 1]
         if twice:
-            with self.lock:
-                self.duplicates.append(twice)
-            reply, status = {"error": {"message": f"Duplicate value for 'tool_call_id' of {twice[0]}."}}, "400 X"
-        elif answered:
+            with lock:
+                duplicates.append(twice)
+            return 400, {"error": {"message": f"Duplicate value for 'tool_call_id' of {twice[0]}."}}
+        if answered:
             threading.Event().wait(0.05)
-            reply, status = completion("Placed."), "200 OK"
-        else:
-            reply, status = completion(calls=[("a", "place_components", {"component": "hero"})]), "200 OK"
-        data = json.dumps(reply).encode()
-        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
-        return [data]
+            return completion("Placed.")
+        return completion(calls=[("a", "place_components", {"component": "hero"})])
+
+    return ModelDouble(answer)
 
 
 @pytest.mark.parametrize("repeat", range(REPEATS))
 def test_ten_concurrent_continuations_each_send_every_call_id_answered_once(app, client, repeat):
-    upstream = StrictUpstream()
+    duplicates = []
+    upstream = strict_upstream(duplicates)
     with serving(upstream) as url:
         add_upstream(app, url)
         client.put("/api/agents/canvas", json={"label": "Canvas", "provider": "upstream", "client_tools": RESTRICT})
@@ -60,5 +56,5 @@ def test_ten_concurrent_continuations_each_send_every_call_id_answered_once(app,
             with ThreadPoolExecutor(CONTINUATIONS) as pool:
                 answers = list(pool.map(continue_conversation, range(CONTINUATIONS)))
 
-    assert upstream.duplicates == []
+    assert duplicates == []
     assert [answer.choices[0].message.content for answer in answers] == ["Placed."] * CONTINUATIONS

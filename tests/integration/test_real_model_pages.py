@@ -9,9 +9,9 @@ import re
 import pytest
 
 from store import providers as provider_store
-from tests.fake_model_server import FakeModelServer, Reply, completion, error_reply
-from tests.run_scenarios import form_fields
-from tests.support import page_of
+from tests.doubles import completion
+from tests.fake_model_server import FakeModelServer, Reply, error_reply
+from tests.html_reader import form_fields, page_of, text_of
 
 KEY = "sk-fake-0123456789abcdef"
 HTMX = {"HX-Request": "true"}
@@ -38,10 +38,6 @@ def run_page(client, **changes):
     fields = {**form_fields(page), "message": "Which bundles exist?", **changes}
     response = client.post("/agents/remote/run", data=fields)
     return response.get_data(as_text=True)
-
-
-def text_of(html):
-    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
 
 
 # --- The provider form --------------------------------------------------------------------------------------------
@@ -158,7 +154,7 @@ def test_the_run_shows_its_tokens_finish_reasons_and_repaired_ids(client, server
     server.enqueue(
         Reply(
             completion(
-                tool_calls=[("dup", "list_bundles", NODE_CALL), ("dup", "list_bundles", NODE_CALL)],
+                calls=[("dup", "list_bundles", NODE_CALL), ("dup", "list_bundles", NODE_CALL)],
                 usage=(1000, 20, 1020),
             )
         ),
@@ -235,7 +231,7 @@ def test_the_agent_page_shows_its_request_settings(client, actions):
 
 def test_the_command_line_prints_finish_reasons_usage_and_repaired_ids(server, remote, runner):
     server.enqueue(
-        Reply(completion(tool_calls=[("", "list_bundles", NODE_CALL)], usage=(100, 20, 120))),
+        Reply(completion(calls=[("", "list_bundles", NODE_CALL)], usage=(100, 20, 120))),
         Reply(completion("Articles and", finish_reason="length", usage=(150, 5, 155))),
     )
 

@@ -12,7 +12,7 @@ from services import run_texts
 from services.demo import CATALOG_EXPLORER, CATALOG_PAGE, DEMO_CLIENTS
 from store import run_charts
 from store import runs as run_store
-from tests.run_scenarios import form_fields
+from tests.html_reader import form_fields
 
 HTMX = {"HX-Request": "true"}
 

@@ -6,8 +6,9 @@ import re
 import pytest
 
 from store import runs as run_store
+from tests.html_reader import form_fields
 from tests.proxy_support import PLACE
-from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 USER = {"role": "user", "content": "Hello."}
 HTMX = {"HX-Request": "true"}

@@ -8,6 +8,7 @@ from engine import texts
 from engine.config import MESSAGE_MAX
 from store import documents as document_store
 from store import providers as provider_store
+from tests.doubles import ModelDouble, completion
 from tests.run_scenarios import (
     BUNDLES_ANSWER,
     BUNDLES_MESSAGE,
@@ -219,20 +220,12 @@ def test_a_missing_api_key_ends_the_run_with_a_stored_error(app, client, databas
 
 
 def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database):
-    requests = []
-
-    def handler(request):
-        requests.append(request)
-        if len(requests) == 1:
-            call = {"id": "c1", "type": "function", "function": {"name": "list_entity_types", "arguments": "{}"}}
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
-            completion = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
-            return httpx2.Response(200, json=completion)
-        return httpx2.Response(400, json={"error": {"message": "the model is on fire"}})
-
+    model = ModelDouble(
+        completion(calls=[("c1", "list_entity_types", "{}")], model="m"),
+        (400, {"error": {"message": "the model is on fire"}}),
+    )
     app.config["MODEL_ENVIRON"] = {"REMOTE_API_KEY": "secret"}
-    app.config["MODEL_TRANSPORT"] = httpx2.MockTransport(handler)
+    app.config["MODEL_TRANSPORT"] = httpx2.WSGITransport(app=model)
     provider_store.create_provider(
         database,
         {
@@ -249,7 +242,7 @@ def test_a_provider_failure_mid_run_keeps_the_trace_so_far(app, client, database
     run = post_run(client, "remote_agent").json
     assert run["stop_reason"] == "error"
     assert run["error"] == "The model endpoint answered HTTP 400: the model is on fire."
-    assert run["model_requests"] == len(requests) == 2
+    assert run["model_requests"] == len(model.requests) == 2
     assert run["rounds"][0]["calls"][0]["status"] == "executed"
     assert client.get(f"/api/runs/{run['id']}").json == run
     assert "secret" not in str(run)

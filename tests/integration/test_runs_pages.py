@@ -8,6 +8,7 @@ import pytest
 
 from engine import texts
 from store import runs as run_store
+from tests.html_reader import form_fields, html_of
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import (
     BUNDLES_ANSWER,
@@ -15,7 +16,6 @@ from tests.run_scenarios import (
     CANVAS_AGENT,
     CANVAS_MESSAGE,
     bundles_agent,
-    form_fields,
     mixed_script,
 )
 
@@ -57,10 +57,6 @@ def panel_of(response):
 
 def all_calls(panel):
     return [call for round_ in panel.rounds for call in round_.calls]
-
-
-def html_of(response):
-    return response.get_data(as_text=True)
 
 
 def test_run_page_is_prefilled_from_the_agent(client, bundles):

@@ -1,12 +1,11 @@
 """Every response carries the security headers — pages, fragments, redirects, errors, JSON, static files — and
 no template needs what the Content-Security-Policy forbids (inline scripts, styles or event handlers)."""
 
-from html.parser import HTMLParser
-
 import pytest
 
 from blueprints.security import SECURITY_HEADERS
 from tests.bad_input_support import AGENT_ID, store_agent
+from tests.html_reader import parse_html
 from tests.run_scenarios import BUNDLES_MESSAGE
 from tests.support import agent_form_data
 
@@ -45,31 +44,22 @@ def test_redirects_fragments_and_refusals_carry_the_headers(client):
     assert_secured(client.post("/api/agents/x/runs", json={"message": "x" * (5 * 1024 * 1024)}))  # 413
 
 
-class InlineCode(HTMLParser):
-    """Collects what a strict Content-Security-Policy would block: inline <script> and <style>, style="…",
-    on…= handlers, htmx's hx-on (it evaluates code), javascript: links."""
-
-    def __init__(self):
-        super().__init__()
-        self.found = []
-
-    def handle_starttag(self, tag, attrs):
-        attributes = dict(attrs)
-        if tag == "script" and not attributes.get("src"):
-            self.found.append("inline <script>")
-        if tag == "style":
-            self.found.append("<style>")
-        for name, value in attrs:
-            if name == "style" or name.startswith("on") or name.startswith(("hx-on", "data-hx-on")):
-                self.found.append(f"{tag} {name}=")
-            if name in ("href", "src", "action") and (value or "").strip().lower().startswith("javascript:"):
-                self.found.append(f"{tag} {name}=javascript:")
-
-
 def inline_code(response):
-    parser = InlineCode()
-    parser.feed(response.get_data(as_text=True))
-    return parser.found
+    """What a strict Content-Security-Policy would block: inline <script> and <style>, style="…", on…= handlers,
+    htmx's hx-on (it evaluates code), javascript: links."""
+    found = []
+    for element in parse_html(response.get_data(as_text=True)).elements():
+        tag, attributes = element.tag, element.attrs
+        if tag == "script" and not attributes.get("src"):
+            found.append("inline <script>")
+        if tag == "style":
+            found.append("<style>")
+        for name, value in attributes.items():
+            if name == "style" or name.startswith("on") or name.startswith(("hx-on", "data-hx-on")):
+                found.append(f"{tag} {name}=")
+            if name in ("href", "src", "action") and (value or "").strip().lower().startswith("javascript:"):
+                found.append(f"{tag} {name}=javascript:")
+    return found
 
 
 def test_no_page_or_fragment_holds_inline_code(client):

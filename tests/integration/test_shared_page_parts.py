@@ -10,7 +10,8 @@ from blueprints import timestamp
 from engine import texts
 from engine.tools import default_registry
 from store import runs as run_store
-from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.html_reader import form_fields
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 ERROR_MESSAGE_FRAGMENT = "/agents/tool-settings/{}/error-message"
 RESTRICT = "tools-{}-restrict_multiple_calls"

@@ -17,8 +17,9 @@ from tests.bad_input_support import (
     database_state,
     store_agent,
 )
+from tests.html_reader import page_of
 from tests.run_scenarios import BUNDLES_MESSAGE
-from tests.support import agent_form_data, page_of
+from tests.support import agent_form_data
 
 LIST_BUNDLES = {"name": "list_bundles", "arguments": {"entity_type": "node"}}
 

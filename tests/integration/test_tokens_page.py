@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.bad_input_support import database_state
-from tests.support import page_of
+from tests.html_reader import page_of
 
 
 def create(client, name):

@@ -14,6 +14,7 @@ import pytest
 from services import tracing
 from store import runs as run_store
 from store.db import open_db
+from tests.html_reader import form_fields
 from tests.integration.test_approvals import AGENT as APPROVALS_AGENT
 from tests.live_http import ROOT, serving
 from tests.otlp_receiver import OtlpReceiver
@@ -27,7 +28,7 @@ from tests.proxy_support import (
     add_upstream,
     completion,
 )
-from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, form_fields
+from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 from tests.support import make_app
 
 RESTRICTED_LIST_BUNDLES = (

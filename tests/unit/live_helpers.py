@@ -8,28 +8,14 @@ from collections import Counter
 from hypothesis import strategies as st
 
 from engine import advance_run
-from tests.unit.unit_helpers import (
-    ARGUMENT_KINDS,
-    CountingModel,
-    InProcessScriptedModel,
-    all_calls,
-)
+from tests import strategies
+from tests.doubles import ModelDouble
+from tests.unit.unit_helpers import ARGUMENT_KINDS, all_calls
 
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta")
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "max_identical_calls": st.integers(0, 2),
-        "use_artifacts": st.booleans(),
-        "require_usage": st.booleans(),
-        "return_directly": st.booleans(),
-        "require_approval": st.booleans(),
-    },
-)
+tool_settings = strategies.tool_settings(optional=strategies.SETTINGS)
 # "repeat": a small `n` that other calls share, so that identical calls happen.
 call_spec = st.tuples(st.sampled_from(NAMES), st.sampled_from((*ARGUMENT_KINDS, "repeat")), st.integers(0, 5))
 script_item = st.one_of(
@@ -54,7 +40,7 @@ def agents(draw, approvals=True):
 
 
 def counting(script):
-    return CountingModel(InProcessScriptedModel(script))
+    return ModelDouble(script=script)
 
 
 def cut(state):
@@ -108,4 +94,4 @@ def assert_spec_invariants(run, agent, model, tools):
     assert len(model.requests) <= agent["max_rounds"] + 1
     assert len(model.requests) == run["model_requests"]
     if agent["max_rounds"] == 0:
-        assert len(model.requests) == 1 and model.requests[0]["tools"] is None
+        assert len(model.requests) == 1 and model.bodies[0]["tools"] is None

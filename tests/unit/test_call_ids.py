@@ -7,28 +7,22 @@ from hypothesis import strategies as st
 from engine import run_agent
 from engine.call_ids import repair_call_ids
 from engine.types import ModelResponse, ToolCall
+from tests.doubles import ModelDouble
 from tests.unit.unit_helpers import RecordingTools
 
 # A small pool, so ids collide within a response and with earlier rounds; "" is a model that sent none.
 IDS = ("", "", "a", "a", "b", "call_1", "repaired_1_2", "repaired_2_1")
 
 
-class IdPlayingModel:
+def id_playing_model(responses):
     """Answers request N with response N of `responses` (lists of ids), each id a call of `alpha`; then text."""
-
-    def __init__(self, responses):
-        self.responses = responses
-        self.requests = []
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        self.requests.append(messages.copy())
-        if len(self.requests) > len(self.responses) or not tools:
-            return ModelResponse(content="Done.", tool_calls=())
-        ids = self.responses[len(self.requests) - 1]
-        return ModelResponse(
-            content=None,
-            tool_calls=tuple(ToolCall(id=call_id, name="alpha", arguments={"n": n}) for n, call_id in enumerate(ids)),
+    answers = [
+        ModelResponse(
+            None, tuple(ToolCall(id=call_id, name="alpha", arguments={"n": n}) for n, call_id in enumerate(ids))
         )
+        for ids in responses
+    ]
+    return ModelDouble(*answers, then="Done.")
 
 
 def answered_ids(messages):
@@ -48,7 +42,7 @@ def answered_ids(messages):
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(IDS), min_size=1, max_size=5), max_size=5))
 def test_every_tool_message_answers_one_unique_call_id_of_the_assistant_message_before_it_in_order(responses):
-    model = IdPlayingModel(responses)
+    model = id_playing_model(responses)
     agent = {"id": "ids", "label": "Ids", "tools": {"alpha": {}}, "max_rounds": len(responses)}
 
     result = run_agent(agent, "Go.", registry=RecordingTools().registry, model=model)
@@ -58,8 +52,8 @@ def test_every_tool_message_answers_one_unique_call_id_of_the_assistant_message_
     every_id = [call_id for ids, _ in pairs for call_id in ids]
     assert len(every_id) == len(set(every_id)) and "" not in every_id
     # What was sent back is what the next request carried, and what the run recorded.
-    for request in model.requests[1:]:
-        assert request == result["messages"][: len(request)]
+    for request in model.bodies[1:]:
+        assert request["messages"] == result["messages"][: len(request["messages"])]
     for round_, sent in zip(result["rounds"], responses, strict=False):
         calls = round_["calls"]
         assert [call["original_id"] if call["original_id"] is not None else call["id"] for call in calls] == sent

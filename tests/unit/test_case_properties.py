@@ -10,20 +10,14 @@ from hypothesis import strategies as st
 from engine import run_agent
 from engine.cases import case_from_run, check_case, replay_overrides, replay_refusal, validate_case
 from engine.types import ModelResponse, ToolCall
+from tests import strategies
+from tests.doubles import ModelDouble
 from tests.unit.unit_helpers import ARGUMENT_KINDS, RecordingTools, arguments_for
 
 NAMES = ("alpha", "alpha", "beta", "gamma", "ghost")
 CASE_SETTINGS = settings(max_examples=150, deadline=None)
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "require_usage": st.booleans(),
-        "return_directly": st.booleans(),
-    },
-)
+tool_settings = strategies.tool_settings(optional=strategies.LOOP_SETTINGS)
 call_spec = st.tuples(st.sampled_from(NAMES), st.sampled_from(ARGUMENT_KINDS), st.integers(0, 5), st.booleans())
 script_item = st.one_of(
     st.builds(lambda text: ("answer", text), st.sampled_from(["Done.", "", "Maybe."])),
@@ -99,24 +93,20 @@ real_call = st.tuples(st.sampled_from(NAMES), raw_arguments, st.text("abcdef0123
 real_response = st.tuples(st.one_of(st.none(), st.just("Thinking.")), st.lists(real_call, max_size=4))
 
 
-class RecordedModel:
+def recorded_model(responses):
     """A real model as the loop sees it: it answers from a list, and without tools it only ever answers."""
-
-    def __init__(self, responses):
-        self.responses = list(responses)
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        content, calls = self.responses.pop(0) if self.responses else ("Done.", [])
-        if not tools:
-            return ModelResponse(content or "Done.", ())
-        return ModelResponse(content, tuple(ToolCall(f"id_{tag}", name, raw) for name, raw, tag in calls))
+    answers = [
+        ModelResponse(content, tuple(ToolCall(f"id_{tag}", name, raw) for name, raw, tag in calls))
+        for content, calls in responses
+    ]
+    return ModelDouble(*answers, then="Done.")
 
 
 @CASE_SETTINGS
 @given(agents(), st.lists(real_response, max_size=5))
 def test_a_real_models_run_replays_with_its_argument_strings_byte_for_byte(agent, responses):
     tools = RecordingTools()
-    run = run_agent(agent, "Go.", registry=tools.registry, model=RecordedModel(responses))
+    run = run_agent(agent, "Go.", registry=tools.registry, model=recorded_model(responses))
 
     case = case_from_run(run, "recorded")
     replay = run_agent(agent, "Go.", {"script": case["script"]}, registry=tools.registry)

@@ -11,6 +11,7 @@ import pytest
 from engine import ValidationError, run_agent
 from engine.cases import case_from_run, check_case, replay_refusal, script_from_run, validate_case
 from engine.types import ModelResponse, ToolCall
+from tests.doubles import ModelDouble
 from tests.unit.unit_helpers import RESTRICTED_LIST_BUNDLES, answer, call, make_agent, tool_round
 
 RESTRICTED = {"restrict_multiple_calls": True}
@@ -210,26 +211,14 @@ def test_a_call_that_used_an_earlier_uuid_becomes_a_reference_so_the_replay_chai
     assert result["passed"], result["differences"]
 
 
-class RecordedModel:
-    """A real model, as far as the loop can tell: it answers from a list, whatever the request."""
-
-    def __init__(self, responses):
-        self.responses = list(responses)
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        return self.responses.pop(0) if self.responses else ModelResponse("Done.", ())
-
-
 def test_the_script_keeps_the_argument_strings_a_real_model_sent_byte_for_byte():
     sent = ['{"entity_type":"node"}', '{"entity_type": "taxonomy_term"', '{"entity_type": "node"}']
-    model = RecordedModel(
-        [
-            ModelResponse(
-                "Looking.", (ToolCall("a1", "list_bundles", sent[0]), ToolCall("a2", "list_bundles", sent[1]))
-            ),
-            ModelResponse(None, (ToolCall("b1", "list_bundles", sent[2]),)),
-            ModelResponse("Articles and pages.", ()),
-        ]
+    model = ModelDouble(  # a real model, as far as the loop can tell: it answers from a list, whatever the request
+        ModelResponse("Looking.", (ToolCall("a1", "list_bundles", sent[0]), ToolCall("a2", "list_bundles", sent[1]))),
+        ModelResponse(None, (ToolCall("b1", "list_bundles", sent[2]),)),
+        ModelResponse("Articles and pages.", ()),
+        then="Done.",
+        ignores_tools=True,
     )
     agent = bundles_agent(provider="openai_main", model="gpt-test")
     run = run_agent({**agent, "provider": "scripted"}, "Go.", model=model)
@@ -282,7 +271,9 @@ def test_a_run_the_scripted_model_cannot_replay_cannot_become_a_case():
     calls_without_tools = run_agent(
         make_agent(tools=CATALOG, max_rounds=0),
         "Go.",
-        model=RecordedModel([ModelResponse(None, (ToolCall("x", "list_entity_types", "{}"),))]),
+        model=ModelDouble(
+            ModelResponse(None, (ToolCall("x", "list_entity_types", "{}"),)), then="Done.", ignores_tools=True
+        ),
     )
 
     with pytest.raises(ValidationError) as error:

@@ -7,8 +7,8 @@ from tests.unit.unit_helpers import (
     ALREADY_IN_CONTEXT,
     answer,
     call,
-    counting_model,
     make_agent,
+    sdk_model,
     tool_message_contents,
     tool_round,
 )
@@ -33,11 +33,11 @@ def run(script, documents, question=QUESTION, tools=DOCUMENT_TOOLS):
 
 
 def test_retrieval_puts_the_best_documents_in_a_system_message_before_the_question(documents):
-    model = counting_model([answer("Within 14 days.")])
+    model = sdk_model([answer("Within 14 days.")])
 
     result = run_agent(make_agent(DOCUMENT_TOOLS), QUESTION, documents=documents, model=model)
 
-    assert model.requests[0]["messages"] == [
+    assert model.bodies[0]["messages"] == [
         {"role": "system", "content": RETRIEVED},
         {"role": "user", "content": QUESTION},
     ]

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from engine.config import load_agent
 from engine.gate import review_calls
 from engine.types import ToolCall
+from tests import strategies
 from tests.unit.unit_helpers import ARGUMENT_KINDS, VALID_KINDS, RecordingTools, arguments_for
 
 TOOLS = RecordingTools(names=("alpha", "beta", "gamma", "delta"))
@@ -15,10 +16,7 @@ ENABLEABLE = ("alpha", "beta", "gamma")  # delta is registered but never enabled
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta", "ghost")
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None)
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={"restrict_multiple_calls": st.booleans(), "max_calls_per_run": st.integers(0, 3)},
-)
+tool_settings = strategies.tool_settings(optional=("restrict_multiple_calls", "max_calls_per_run"))
 enabled_tools = st.dictionaries(st.sampled_from(ENABLEABLE), tool_settings)
 call_specs = st.lists(
     st.tuples(st.sampled_from(NAMES), st.sampled_from(ARGUMENT_KINDS), st.integers(0, 5)), max_size=20

@@ -13,6 +13,7 @@ from engine.config import load_agent
 from engine.gate import identical_call_key, review_calls
 from engine.tools import Tool, ToolRegistry
 from engine.types import ToolCall
+from tests import strategies
 
 ARGUMENTS = {
     "type": "object",
@@ -41,17 +42,10 @@ n_rules = st.one_of(
         st.sampled_from([False, False, True]),
     ),
 )
-tool_settings = st.builds(
-    lambda restrict, limit, identical, rule: {
-        "restrict_multiple_calls": restrict,
-        "max_calls_per_run": limit,
-        "max_identical_calls": identical,
-        "argument_rules": {"n": rule} if rule else {},
-    },
-    st.sampled_from([False, False, False, True]),
-    st.integers(0, 3),
-    st.integers(0, 2),
-    n_rules,
+tool_settings = strategies.tool_settings(
+    required=("restrict_multiple_calls", "max_calls_per_run", "max_identical_calls"),
+    restrict_multiple_calls=st.sampled_from([False, False, False, True]),
+    argument_rules=n_rules.map(lambda rule: {"n": rule} if rule else {}),
 )
 enabled_tools = st.fixed_dictionaries(
     {"alpha": tool_settings, "beta": tool_settings}, optional={"gamma": tool_settings}

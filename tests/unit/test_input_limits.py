@@ -10,7 +10,8 @@ import pytest
 from engine import ValidationError, review_tool_calls, run_agent, validate_agent
 from engine.config import MAX_CALLS_PER_RESPONSE, MAX_DEPTH, SCRIPT_MAX_RESPONSES, json_value_problem
 from engine.providers import MAX_RESPONSE_MB
-from tests.unit.unit_helpers import CONNECTION, ENVIRON, answer, call, make_agent, tool_round
+from tests.doubles import CONNECTION, ENVIRON
+from tests.unit.unit_helpers import answer, call, make_agent, tool_round
 
 TOOLS = {"list_bundles": {}}
 

@@ -12,27 +12,28 @@ from engine.config import load_agent
 from engine.proxy.core import ProxyExchange, answer_request
 from engine.proxy.request import read_request
 from engine.proxy.stream import Call, End, LiveAnswer, Start, Text
+from tests.doubles import ModelDouble
 from tests.unit.test_proxy_properties import (
     TOOLS,
-    RecordingUpstream,
     agents,
     answers,
     assert_every_call_id_answered_once,
     assert_passes_the_gate,
+    assistant,
 )
 
 
-class ChunkedUpstream(RecordingUpstream):
-    """The same answers as RecordingUpstream, streamed as a server sends them: cut at random boundaries, some text
-    before the calls, some after, call ids and names first and arguments in parts."""
+class ChunkedUpstream(ModelDouble):
+    """The same answers as the proxy properties' upstream, streamed as a server sends them: cut at random
+    boundaries, some text before the calls, some after, call ids and names first and arguments in parts."""
 
     def __init__(self, answers, texts, cuts):
-        super().__init__(answers)
+        super().__init__(*map(assistant, answers), then=assistant("text"), ignores_tools=True)
         self.texts = texts
         self.cuts = cuts
 
     def completion(self, body):
-        completion = super().__call__(body)
+        completion = self.answer(body)
         number = len(self.bodies) - 1
         message = completion["choices"][0]["message"]
         if message.get("tool_calls"):  # text beside calls, as models write it

@@ -12,29 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import STOP_REASONS, run_agent
-from tests.unit.unit_helpers import (
-    ARGUMENT_KINDS,
-    CountingModel,
-    InProcessScriptedModel,
-    RecordingTools,
-    all_calls,
-    build_script,
-    counting_model,
-)
+from tests import strategies
+from tests.doubles import ModelDouble
+from tests.unit.unit_helpers import ARGUMENT_KINDS, RecordingTools, all_calls, build_script
 
 ENABLEABLE = ("alpha", "beta", "gamma")
 NAMES = ("alpha", "alpha", "beta", "gamma", "delta", "ghost")
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None)
 
-tool_settings = st.fixed_dictionaries(
-    {},
-    optional={
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "require_usage": st.booleans(),
-        "return_directly": st.booleans(),
-    },
-)
+tool_settings = strategies.tool_settings(optional=strategies.LOOP_SETTINGS)
 call_spec = st.tuples(st.sampled_from(NAMES), st.sampled_from(ARGUMENT_KINDS), st.integers(0, 5))
 script_item = st.one_of(
     st.builds(lambda text: ("answer", text), st.sampled_from(["Done.", "", "Maybe."])),
@@ -60,17 +46,13 @@ def agents(draw, with_settings=True):
     }
 
 
-class ToolsIgnoringModel(InProcessScriptedModel):
-    """A model that answers every request as if tools were offered: it may call tools on a request without any."""
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        return super().complete(messages, tools or [{"type": "function"}], parallel_tool_calls)
-
-
-def run(agent, items, fails=(), through_sdk=False, model_class=InProcessScriptedModel):
+def run(agent, items, fails=(), through_sdk=False, ignores_tools=False):
+    """`ignores_tools`: a model that answers every request as if tools were offered, so it may call tools on a
+    request without any."""
     tools = RecordingTools(fails=fails)
-    script = build_script(items)
-    model = counting_model(script) if through_sdk else CountingModel(model_class(script))
+    model = ModelDouble(script=build_script(items), ignores_tools=ignores_tools)
+    if through_sdk:
+        model.through_sdk()
     result = run_agent({**agent, "script": []}, "Go.", registry=tools.registry, model=model)
     return result, model, tools
 
@@ -132,7 +114,7 @@ def test_the_model_is_asked_at_most_max_rounds_plus_one_times(agent, items):
 
     assert len(model.requests) <= agent["max_rounds"] + 1
     assert len(model.requests) == result["model_requests"] == len(result["rounds"])
-    assert sum(1 for request in model.requests if request["tools"]) <= agent["max_rounds"]
+    assert sum(1 for request in model.bodies if request.get("tools")) <= agent["max_rounds"]
     assert result["rounds_used"] <= agent["max_rounds"]
 
 
@@ -143,17 +125,17 @@ def test_the_model_is_asked_at_most_max_rounds_plus_one_times_through_the_sdk(ag
 
     assert len(model.requests) <= agent["max_rounds"] + 1
     assert len(model.requests) == result["model_requests"] == len(result["rounds"])
-    assert sum(1 for request in model.requests if request["tools"]) <= agent["max_rounds"]
+    assert sum(1 for request in model.bodies if request.get("tools")) <= agent["max_rounds"]
     assert result["rounds_used"] <= agent["max_rounds"]
 
 
 @PROPERTY_SETTINGS
 @given(agents(), scripts)
 def test_a_model_that_calls_tools_without_being_offered_any_is_still_bounded(agent, items):
-    result, model, tools = run(agent, items, model_class=ToolsIgnoringModel)
+    result, model, tools = run(agent, items, ignores_tools=True)
 
     assert len(model.requests) <= agent["max_rounds"] + 1
-    for round_, request in zip(result["rounds"], model.requests, strict=True):
+    for round_, request in zip(result["rounds"], model.bodies, strict=True):
         if request["tools"] is None:
             assert all(call["reason"] == "tools_disabled" for call in round_["calls"])
     ran = [(call["name"], call["arguments"]["n"]) for call in all_calls(result) if call["status"] != "rejected"]
@@ -167,7 +149,7 @@ def test_max_rounds_zero_makes_exactly_one_request_without_tools(agent, items):
     result, model, tools = run({**agent, "max_rounds": 0}, items)
 
     assert len(model.requests) == 1
-    assert model.requests[0]["tools"] is None
+    assert model.bodies[0].get("tools") is None
     assert tools.executed == []
     assert result["stop_reason"] in {"answered", "tools_disabled"}
 

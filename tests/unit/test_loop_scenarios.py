@@ -1,6 +1,5 @@
 """The loop, scenario by scenario: the Drupal merge request's kernel tests and the per-tool settings."""
 
-import copy
 import logging
 
 import pytest
@@ -8,20 +7,19 @@ import pytest
 from engine import run_agent
 from engine.tools import default_registry
 from engine.types import ModelResponse
+from tests.doubles import ModelDouble, tool_calls
 from tests.unit.unit_helpers import (
     ENTITY_TYPES,
     MAX_ROUNDS_TEXT,
     NODE_BUNDLES,
     RESTRICTED_LIST_BUNDLES,
     TAXONOMY_BUNDLES,
-    AlwaysCallingModel,
     RecordingTools,
     SpyRegistry,
     answer,
     call,
-    counting_model,
-    http_scripted_model,
     make_agent,
+    sdk_model,
     tool_message_contents,
     tool_messages,
     tool_round,
@@ -90,13 +88,13 @@ def test_restricted_tool_called_twice_answers_both_ids_with_the_restricted_messa
 
 
 def test_restricted_tool_called_twice_calls_the_model_again_with_the_errors():
-    model = counting_model([TWO_BUNDLE_CALLS, answer("Sorry.")])
+    model = sdk_model([TWO_BUNDLE_CALLS, answer("Sorry.")])
     agent = make_agent({"list_bundles": RESTRICTED})
 
     result = run(agent, model=model)
 
     assert len(model.requests) == 2
-    assert [m for m in model.requests[1]["messages"] if m["role"] == "tool"] == tool_messages(result)
+    assert [m for m in model.bodies[1]["messages"] if m["role"] == "tool"] == tool_messages(result)
     assert result["stop_reason"] == "answered"
     assert result["answer"] == "Sorry."
 
@@ -293,7 +291,7 @@ def test_recovery_rounds_record_what_was_offered_and_decided():
 
 
 def test_return_directly_answers_with_that_calls_output():
-    model = counting_model(
+    model = sdk_model(
         [
             tool_round(call("list_bundles", {"entity_type": "node"}), call("list_entity_types")),
             answer("Never asked for."),
@@ -333,7 +331,7 @@ def test_return_directly_with_two_such_calls_answers_with_the_first_calls_output
     script = [tool_round(call("list_bundles", {"entity_type": "node"}), call("list_entity_types"))]
     agent = make_agent({"list_bundles": {"return_directly": True}, "list_entity_types": {"return_directly": True}})
 
-    result = run(agent, model=counting_model(script))
+    result = run(agent, model=sdk_model(script))
 
     assert result["stop_reason"] == "return_directly"
     assert result["answer"] == NODE_BUNDLES
@@ -426,24 +424,13 @@ def test_require_usage_is_not_satisfied_by_a_rejected_call():
     assert result["answer"] == "Ok."
 
 
-class SilentFirstModel:
-    """Answers the first request with no text and no tool calls (content null), every later one with text."""
-
-    def __init__(self):
-        self.requests = []
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        self.requests.append(copy.deepcopy(messages))
-        return ModelResponse(content=None if len(self.requests) == 1 else "Checked.", tool_calls=())
-
-
 def test_an_answer_without_content_is_sent_back_as_an_empty_string_not_null():
-    model = SilentFirstModel()
+    model = ModelDouble(ModelResponse(content=None, tool_calls=()), then="Checked.", ignores_tools=True)
     agent = make_agent({"list_bundles": {"require_usage": True}}, max_rounds=1)
 
     result = run(agent, model=model)
 
-    assert model.requests[1][1] == {"role": "assistant", "content": ""}
+    assert model.bodies[1]["messages"][1] == {"role": "assistant", "content": ""}
     assert result["rounds"][0]["assistant"]["content"] is None
     assert result["answer"] == "Checked."
 
@@ -468,7 +455,9 @@ def test_require_usage_is_not_satisfied_by_a_call_that_raised():
 
 def test_tool_calls_on_a_request_without_tools_are_rejected():
     spy = SpyRegistry()
-    model = AlwaysCallingModel([("list_entity_types", "{}"), ("list_bundles", '{"entity_type": "node"}')])
+    model = ModelDouble(
+        tool_calls(("list_entity_types", "{}"), ("list_bundles", '{"entity_type": "node"}')), ignores_tools=True
+    )
     agent = make_agent({"list_entity_types": {}, "list_bundles": {}}, max_rounds=0)
 
     result = run(agent, spy, model=model)
@@ -484,7 +473,7 @@ def test_tool_calls_on_a_request_without_tools_are_rejected():
 
 
 def test_tools_disabled_run_ends_with_the_models_text():
-    model = AlwaysCallingModel([("list_entity_types", "{}")], content="Let me look that up.")
+    model = ModelDouble(tool_calls(("list_entity_types", "{}"), content="Let me look that up."), ignores_tools=True)
     agent = make_agent({"list_entity_types": {}}, max_rounds=0)
 
     result = run(agent, model=model)
@@ -492,11 +481,11 @@ def test_tools_disabled_run_ends_with_the_models_text():
     assert result["stop_reason"] == "tools_disabled"
     assert result["answer"] == "Let me look that up."
     assert len(model.requests) == 1
-    assert model.requests[0]["tools"] is None
+    assert model.bodies[0].get("tools") is None
 
 
 def test_tools_disabled_run_without_text_ends_with_the_max_rounds_message():
-    model = AlwaysCallingModel([("list_entity_types", "{}")])
+    model = ModelDouble(tool_calls(("list_entity_types", "{}")), ignores_tools=True)
     agent = make_agent({"list_entity_types": {}}, max_rounds=0)
 
     result = run(agent, model=model)
@@ -506,14 +495,14 @@ def test_tools_disabled_run_without_text_ends_with_the_max_rounds_message():
 
 
 def test_tools_disabled_uses_the_custom_max_rounds_message():
-    model = AlwaysCallingModel([("list_entity_types", "{}")])
+    model = ModelDouble(tool_calls(("list_entity_types", "{}")), ignores_tools=True)
     agent = make_agent({"list_entity_types": {}}, max_rounds=0, max_rounds_message="Out of steps.")
 
     assert run(agent, model=model)["answer"] == "Out of steps."
 
 
 def test_tool_calls_on_the_forced_request_are_rejected():
-    model = AlwaysCallingModel([("list_entity_types", "{}")], content="Still looking.")
+    model = ModelDouble(tool_calls(("list_entity_types", "{}"), content="Still looking."), ignores_tools=True)
     agent = make_agent({"list_entity_types": {}}, max_rounds=2)
 
     result = run(agent, model=model)
@@ -570,12 +559,12 @@ def test_max_calls_per_run_zero_means_unlimited():
 
 
 def test_the_description_override_is_the_description_sent_to_the_model():
-    model, endpoint = http_scripted_model([answer("Done.")])
+    model = sdk_model([answer("Done.")])
     tools = {"list_bundles": {"description_override": "Bundles of one entity type."}, "list_entity_types": {}}
 
     run(make_agent(tools), model=model)
 
-    tools_sent = endpoint.requests[0]["body"]["tools"]
+    tools_sent = model.requests[0]["body"]["tools"]
     offered = {tool["function"]["name"]: tool["function"]["description"] for tool in tools_sent}
     assert offered == {
         "list_bundles": "Bundles of one entity type.",
@@ -585,35 +574,35 @@ def test_the_description_override_is_the_description_sent_to_the_model():
 
 @pytest.mark.parametrize("value", [True, False])
 def test_parallel_tool_calls_is_sent_when_tools_are_offered(value):
-    model, endpoint = http_scripted_model([tool_round(call("list_entity_types")), answer("Done.")])
+    model = sdk_model([tool_round(call("list_entity_types")), answer("Done.")])
     agent = make_agent({"list_entity_types": {}}, parallel_tool_calls=value)
 
     run(agent, model=model)
 
-    assert [request["body"].get("parallel_tool_calls") for request in endpoint.requests] == [value, value]
+    assert [request["body"].get("parallel_tool_calls") for request in model.requests] == [value, value]
 
 
 @pytest.mark.parametrize("value", [True, False])
 def test_parallel_tool_calls_is_not_sent_without_tools(value):
-    model, endpoint = http_scripted_model([tool_round(call("list_entity_types")), answer("Done.")])
+    model = sdk_model([tool_round(call("list_entity_types")), answer("Done.")])
     agent = make_agent({"list_entity_types": {}}, parallel_tool_calls=value, max_rounds=1)
 
     run(agent, model=model)
 
-    forced = endpoint.requests[1]["body"]
+    forced = model.requests[1]["body"]
     assert "tools" not in forced
     assert "tool_choice" not in forced
     assert "parallel_tool_calls" not in forced
 
 
 def test_parallel_tool_calls_null_leaves_the_provider_default():
-    model, endpoint = http_scripted_model([tool_round(call("list_entity_types")), answer("Done.")])
+    model = sdk_model([tool_round(call("list_entity_types")), answer("Done.")])
     agent = make_agent({"list_entity_types": {}})
 
     run(agent, model=model)
 
-    assert "tools" in endpoint.requests[0]["body"]
-    assert all("parallel_tool_calls" not in request["body"] for request in endpoint.requests)
+    assert "tools" in model.requests[0]["body"]
+    assert all("parallel_tool_calls" not in request["body"] for request in model.requests)
 
 
 # --- Tools that fail ------------------------------------------------------------------------------------------

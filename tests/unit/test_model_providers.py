@@ -8,19 +8,15 @@ import pytest
 
 from engine import run_agent
 from engine.providers import ProviderError, connection_model
-from engine.scripted import ScriptedModel
+from tests.doubles import CONNECTION, ENVIRON, ModelDouble, completion
 from tests.unit.unit_helpers import (
-    CONNECTION,
-    ENVIRON,
     MAX_ROUNDS_TEXT,
     RESTRICTED_LIST_BUNDLES,
-    RecordingEndpoint,
     answer,
     call,
     make_agent,
     tool_messages,
     tool_round,
-    wsgi_transport,
 )
 
 SCRIPT = [
@@ -49,29 +45,7 @@ def run_remote(transport, agent=None, environ=ENVIRON, providers=None):
     )
 
 
-def completion(message):
-    return {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-    }
-
-
-TOOL_CALL_COMPLETION = completion(
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "t1",
-                "type": "function",
-                "function": {"name": "list_bundles", "arguments": '{"entity_type": "node"}'},
-            }
-        ],
-    }
-)
+TOOL_CALL_COMPLETION = completion(None, [("t1", "list_bundles", '{"entity_type": "node"}')], finish_reason="stop")
 
 
 def mock_transport(*handlers):
@@ -93,7 +67,7 @@ def mock_transport(*handlers):
 def test_an_openai_compatible_provider_gives_the_same_run_as_the_scripted_one():
     scripted = run_agent(make_agent(TOOLS, SCRIPT), "Which bundles exist?")
 
-    remote = run_remote(wsgi_transport(ScriptedModel(SCRIPT)))
+    remote = run_remote(httpx2.WSGITransport(app=ModelDouble(script=SCRIPT)))
 
     for key in ("messages", "stop_reason", "answer", "tool_calls", "rejected_calls", "log"):
         assert remote[key] == scripted[key], key
@@ -106,28 +80,28 @@ def test_an_openai_compatible_provider_gives_the_same_run_as_the_scripted_one():
 
 
 def test_requests_carry_the_bearer_key_and_the_model_name():
-    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+    endpoint = ModelDouble(script=SCRIPT)
 
-    run_remote(wsgi_transport(endpoint))
+    run_remote(httpx2.WSGITransport(app=endpoint))
 
     assert len(endpoint.requests) == 3
     assert {request["path"] for request in endpoint.requests} == {"/v1/chat/completions"}
-    assert {request["authorization"] for request in endpoint.requests} == {"Bearer k"}
+    assert {request["headers"]["authorization"] for request in endpoint.requests} == {"Bearer k"}
     assert {request["body"]["model"] for request in endpoint.requests} == {"m"}
 
 
 def test_the_agents_model_wins_over_the_connections_default():
-    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+    endpoint = ModelDouble(script=SCRIPT)
 
-    run_remote(wsgi_transport(endpoint), agent=remote_agent(model="gpt-special"))
+    run_remote(httpx2.WSGITransport(app=endpoint), agent=remote_agent(model="gpt-special"))
 
     assert endpoint.requests[0]["body"]["model"] == "gpt-special"
 
 
 def test_requests_carry_the_tools_and_the_transcript():
-    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+    endpoint = ModelDouble(script=SCRIPT)
 
-    result = run_remote(wsgi_transport(endpoint))
+    result = run_remote(httpx2.WSGITransport(app=endpoint))
 
     first, last = endpoint.requests[0]["body"], endpoint.requests[-1]["body"]
     assert [tool["function"]["name"] for tool in first["tools"]] == ["list_bundles"]
@@ -136,11 +110,11 @@ def test_requests_carry_the_tools_and_the_transcript():
 
 
 def test_the_key_is_read_from_the_named_variable_and_never_recorded():
-    endpoint = RecordingEndpoint(ScriptedModel(SCRIPT))
+    endpoint = ModelDouble(script=SCRIPT)
 
-    result = run_remote(wsgi_transport(endpoint), environ={"TEST_KEY": "sk-secret-4242"})
+    result = run_remote(httpx2.WSGITransport(app=endpoint), environ={"TEST_KEY": "sk-secret-4242"})
 
-    assert endpoint.requests[0]["authorization"] == "Bearer sk-secret-4242"
+    assert endpoint.requests[0]["headers"]["authorization"] == "Bearer sk-secret-4242"
     assert "sk-secret-4242" not in json.dumps(result)
 
 
@@ -196,7 +170,7 @@ FAILURES = [
     ),
     (
         "no choices",
-        lambda request: httpx2.Response(200, json={**completion({}), "choices": []}),
+        lambda request: httpx2.Response(200, json={**completion(), "choices": []}),
         "The model's answer could not be read: it has no message.",
     ),
     (
@@ -273,9 +247,7 @@ def test_a_provider_failure_goes_to_the_toolgate_logger(caplog):
     ids=["missing key", "empty key", "unknown provider", "no model"],
 )
 def test_a_provider_that_cannot_start_ends_the_run_before_any_request(options, error):
-    transport = mock_transport(
-        lambda request: httpx2.Response(200, json=completion({"role": "assistant", "content": "x"}))
-    )
+    transport = mock_transport(lambda request: httpx2.Response(200, json=completion("x")))
 
     result = run_remote(transport, **options)
 

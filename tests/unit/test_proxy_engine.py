@@ -13,6 +13,7 @@ from engine.proxy.core import answer_request
 from engine.proxy.recording import ClientConversation, conversation_key
 from engine.proxy.request import current_turn, read_request
 from engine.proxy.stream import pieces_of
+from tests.doubles import ModelDouble
 
 USER = {"role": "user", "content": "Go."}
 NOTE = {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}
@@ -33,23 +34,11 @@ def tool(call_id, content="ok"):
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-class Upstream:
-    """Answers each request with the next of `answers` (assistant messages); keeps the bodies."""
-
-    def __init__(self, *answers):
-        self.answers = list(answers)
-        self.bodies = []
-
-    def __call__(self, body):
-        self.bodies.append(body)
-        message = self.answers[len(self.bodies) - 1]
-        return {"id": "u", "object": "chat.completion", "created": 0, "model": "m", "choices": [{"message": message}]}
-
-
 def exchange(agent_fields, messages, *answers, tools=(NOTE,)):
     config, _ = load_agent({"id": "a", "label": "A", **agent_fields})
-    upstream = Upstream(*answers)
-    result = answer_request(config, read_request({"model": "m", "messages": messages, "tools": list(tools)}), upstream)
+    upstream = ModelDouble(*answers, ignores_tools=True)  # answers whatever it is offered, as a model might
+    request = read_request({"model": "m", "messages": messages, "tools": list(tools)})
+    result = answer_request(config, request, upstream.answer)
     return result, upstream.bodies
 
 

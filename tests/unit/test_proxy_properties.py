@@ -4,7 +4,6 @@ transcript sent upstream answers each call id exactly once, and the upstream is 
 rounds the client's conversation has left; and such a conversation, saved as a regression case, replays to a pass
 against the same settings."""
 
-import json
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +18,8 @@ from engine.proxy.request import current_turn, read_request
 from engine.proxy.serve import RunsInMemory, answer_and_record
 from engine.proxy.upstream import upstream_for_agent
 from engine.types import ToolCall
+from tests import strategies
+from tests.doubles import ModelDouble, completion
 
 SCHEMAS = {
     "place": {
@@ -39,13 +40,8 @@ REGION_RULES = [
     {"action": "force_value", "values": ["footer"], "hide": True},
 ]
 
-tool_settings = st.fixed_dictionaries(
-    {
-        "restrict_multiple_calls": st.booleans(),
-        "max_calls_per_run": st.integers(0, 3),
-        "max_identical_calls": st.integers(0, 2),
-        "require_usage": st.booleans(),
-    }
+tool_settings = strategies.tool_settings(
+    required=("restrict_multiple_calls", "max_calls_per_run", "max_identical_calls", "require_usage")
 )
 
 
@@ -83,33 +79,16 @@ calls = st.lists(
 answers = st.lists(st.one_of(st.just("text"), calls), min_size=1, max_size=8)
 
 
-class RecordingUpstream:
+def assistant(answer):
+    """The assistant message of one upstream answer of the strategy: "text", or the calls."""
+    if answer == "text":
+        return {"role": "assistant", "content": "Done."}
+    return completion(None, answer)["choices"][0]["message"]
+
+
+def recording_upstream(answers):
     """Answers the proxy's requests in turn from a list, whatever they say, as a model might; keeps every body."""
-
-    def __init__(self, answers):
-        self.answers = answers
-        self.bodies = []
-
-    def __call__(self, body):
-        self.bodies.append(json.loads(json.dumps(body)))
-        answer = self.answers[len(self.bodies) - 1] if len(self.bodies) <= len(self.answers) else "text"
-        message = {"role": "assistant", "content": "Done." if answer == "text" else None}
-        if answer != "text":
-            message["tool_calls"] = [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": name, "arguments": value if isinstance(value, str) else json.dumps(value)},
-                }
-                for call_id, name, value in answer
-            ]
-        return {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "message": message}],
-        }
+    return ModelDouble(*map(assistant, answers), then=assistant("text"), ignores_tools=True)
 
 
 def assert_every_call_id_answered_once(messages):
@@ -140,12 +119,12 @@ def assert_passes_the_gate(config, request, message):
 @given(agent=agents(), upstream_answers=answers)
 def test_the_client_only_gets_gated_calls_and_upstream_gets_every_id_answered_once(agent, upstream_answers):
     config, _ = load_agent(agent)
-    upstream = RecordingUpstream(upstream_answers)
+    upstream = recording_upstream(upstream_answers)
     messages = [{"role": "user", "content": "Build it."}]
     for _request_number in range(4):
         request = read_request({"model": "m", "messages": messages, "tools": TOOLS})
         asked_before = len(upstream.bodies)
-        exchange = answer_request(config, request, upstream)
+        exchange = answer_request(config, request, upstream.answer)
         rounds_left = max(0, config.max_rounds - current_turn(request.messages).rounds_used)
         assert len(upstream.bodies) - asked_before <= rounds_left + 1
         for body in upstream.bodies[asked_before:]:

@@ -8,9 +8,8 @@ from tests.unit.unit_helpers import (
     UNKNOWN_TOOL,
     answer,
     call,
-    counting_model,
-    http_scripted_model,
     make_agent,
+    sdk_model,
     tool_messages,
     tool_round,
 )
@@ -24,7 +23,7 @@ def run(agent, model):
 
 @pytest.mark.parametrize("max_rounds", [1, 3, 10])
 def test_always_calling_model_gets_max_rounds_then_one_request_without_tools(max_rounds):
-    model = counting_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent({"list_entity_types": {}}, max_rounds=max_rounds)
 
     result = run(agent, model)
@@ -37,29 +36,29 @@ def test_always_calling_model_gets_max_rounds_then_one_request_without_tools(max
 
 
 def test_forced_answer_request_carries_no_tools_tool_choice_or_parallel_tool_calls():
-    model, endpoint = http_scripted_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent({"list_entity_types": {}}, max_rounds=2, parallel_tool_calls=True)
 
     run(agent, model)
 
-    bodies = [request["body"] for request in endpoint.requests]
+    bodies = [request["body"] for request in model.requests]
     assert len(bodies) == 3
     assert all("tools" in body and body["parallel_tool_calls"] is True for body in bodies[:2])
     assert {"tools", "tool_choice", "parallel_tool_calls"} & set(bodies[2]) == set()
 
 
 def test_forced_answer_sees_every_tool_result():
-    model = counting_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent({"list_entity_types": {}}, max_rounds=2)
 
     result = run(agent, model)
 
-    assert [m["role"] for m in model.requests[-1]["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [m["role"] for m in model.bodies[-1]["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
     assert result["messages"][-1] == {"role": "assistant", "content": "Forced answer."}
 
 
 def test_forced_answer_without_a_scripted_answer_uses_the_fallback_text():
-    model = counting_model([tool_round(call("list_entity_types"))] * 3)
+    model = sdk_model([tool_round(call("list_entity_types"))] * 3)
     agent = make_agent({"list_entity_types": {}}, max_rounds=2)
 
     result = run(agent, model)
@@ -69,30 +68,30 @@ def test_forced_answer_without_a_scripted_answer_uses_the_fallback_text():
 
 
 def test_max_rounds_zero_makes_exactly_one_request_without_tools():
-    model = counting_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent({"list_entity_types": {}}, max_rounds=0)
 
     result = run(agent, model)
 
     assert len(model.requests) == 1
-    assert model.requests[0]["tools"] is None
+    assert model.bodies[0].get("tools") is None
     assert result["stop_reason"] == "answered"
     assert result["answer"] == "Forced answer."
     assert result["rounds"][0]["tools_offered"] is None
 
 
 def test_max_rounds_zero_sends_a_plain_request_over_http():
-    model, endpoint = http_scripted_model([answer("Plain.")])
+    model = sdk_model([answer("Plain.")])
     agent = make_agent({"list_entity_types": {}}, max_rounds=0, parallel_tool_calls=False)
 
     run(agent, model)
 
-    assert len(endpoint.requests) == 1
-    assert set(endpoint.requests[0]["body"]) == {"model", "messages"}
+    assert len(model.requests) == 1
+    assert set(model.requests[0]["body"]) == {"model", "messages"}
 
 
 def test_max_rounds_zero_with_message_on_round_cap_still_asks_once():
-    model = counting_model([answer("Plain.")])
+    model = sdk_model([answer("Plain.")])
     agent = make_agent({"list_entity_types": {}}, max_rounds=0, on_round_cap="message")
 
     result = run(agent, model)
@@ -102,7 +101,7 @@ def test_max_rounds_zero_with_message_on_round_cap_still_asks_once():
 
 
 def test_a_stream_of_rejected_calls_is_bounded_by_the_cap():
-    model = counting_model([tool_round(call("no_such_tool"), call("list_entity_types", "{broken"))] * 30)
+    model = sdk_model([tool_round(call("no_such_tool"), call("list_entity_types", "{broken"))] * 30)
     agent = make_agent({"list_entity_types": {}}, max_rounds=4)
 
     result = run(agent, model)
@@ -119,7 +118,7 @@ def test_a_stream_of_rejected_calls_is_bounded_by_the_cap():
 
 
 def test_a_model_that_answers_before_the_cap_is_answered():
-    model = counting_model([tool_round(call("list_entity_types")), answer("Four types.")])
+    model = sdk_model([tool_round(call("list_entity_types")), answer("Four types.")])
     agent = make_agent({"list_entity_types": {}}, max_rounds=5)
 
     result = run(agent, model)
@@ -128,11 +127,11 @@ def test_a_model_that_answers_before_the_cap_is_answered():
 
 
 def test_an_agent_without_tools_is_answered_not_capped():
-    model = counting_model([answer("Hello.")])
+    model = sdk_model([answer("Hello.")])
 
     result = run(make_agent(), model)
 
-    assert model.requests[0]["tools"] is None
+    assert model.bodies[0].get("tools") is None
     assert result["stop_reason"] == "answered"
 
 
@@ -140,7 +139,7 @@ def test_an_agent_without_tools_is_answered_not_capped():
 
 
 def test_message_on_round_cap_stops_with_the_default_text():
-    model = counting_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent({"list_entity_types": {}}, max_rounds=3, on_round_cap="message")
 
     result = run(agent, model)
@@ -155,7 +154,7 @@ def test_message_on_round_cap_stops_with_the_default_text():
 
 
 def test_message_on_round_cap_uses_the_custom_text():
-    model = counting_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent(
         {"list_entity_types": {}}, max_rounds=2, on_round_cap="message", max_rounds_message="Too many steps."
     )
@@ -167,7 +166,7 @@ def test_message_on_round_cap_uses_the_custom_text():
 
 
 def test_message_on_round_cap_stops_right_after_the_last_allowed_round():
-    model = counting_model([tool_round(call("list_entity_types")), answer("Done.")])
+    model = sdk_model([tool_round(call("list_entity_types")), answer("Done.")])
     agent = make_agent({"list_entity_types": {}}, max_rounds=1, on_round_cap="message")
 
     result = run(agent, model)
@@ -177,7 +176,7 @@ def test_message_on_round_cap_stops_right_after_the_last_allowed_round():
 
 
 def test_message_on_round_cap_does_not_apply_when_the_model_answers_in_time():
-    model = counting_model([tool_round(call("list_entity_types")), answer("Done.")])
+    model = sdk_model([tool_round(call("list_entity_types")), answer("Done.")])
     agent = make_agent({"list_entity_types": {}}, max_rounds=3, on_round_cap="message")
 
     result = run(agent, model)
@@ -186,7 +185,7 @@ def test_message_on_round_cap_does_not_apply_when_the_model_answers_in_time():
 
 
 def test_return_directly_in_the_last_round_wins_over_the_cap_message():
-    model = counting_model(ALWAYS_LISTING)
+    model = sdk_model(ALWAYS_LISTING)
     agent = make_agent({"list_entity_types": {"return_directly": True}}, max_rounds=1, on_round_cap="message")
 
     result = run(agent, model)
@@ -198,7 +197,7 @@ def test_return_directly_in_the_last_round_wins_over_the_cap_message():
 
 
 def test_reminders_are_bounded_by_the_cap():
-    model = counting_model([answer("One."), answer("Two."), answer("Three."), answer("Four.")])
+    model = sdk_model([answer("One."), answer("Two."), answer("Three."), answer("Four.")])
     agent = make_agent({"list_entity_types": {"require_usage": True}}, max_rounds=2)
 
     result = run(agent, model)
@@ -220,7 +219,7 @@ def test_reminders_are_bounded_by_the_cap():
 def test_reminder_with_message_on_round_cap_stops_with_the_message():
     # SPEC §2: with on_round_cap = message, reaching the cap stops the run with the message, whichever kind of
     # round (tools or reminder) reached it.
-    model = counting_model([answer("One."), answer("Two.")])
+    model = sdk_model([answer("One."), answer("Two.")])
     agent = make_agent({"list_entity_types": {"require_usage": True}}, max_rounds=1, on_round_cap="message")
 
     result = run(agent, model)

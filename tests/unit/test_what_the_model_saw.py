@@ -2,7 +2,7 @@
 and the progress messages of the tools that ran are in the round."""
 
 from engine import run_agent, tools_for_agent
-from tests.unit.unit_helpers import answer, call, counting_model, make_agent, tool_round
+from tests.unit.unit_helpers import answer, call, make_agent, sdk_model, tool_round
 
 RULES = {"entity_type": {"action": "only_allow", "values": ["node"]}}
 TOOLS = {
@@ -12,23 +12,23 @@ TOOLS = {
 
 
 def test_each_round_records_exactly_the_tools_its_request_sent():
-    model = counting_model([tool_round(call("list_bundles", {"entity_type": "node"})), answer("Articles.")])
+    model = sdk_model([tool_round(call("list_bundles", {"entity_type": "node"})), answer("Articles.")])
     agent = make_agent(TOOLS, max_rounds=1)
 
     run = run_agent(agent, "Which bundles?", model=model)
 
-    assert [r["tools_sent"] for r in run["rounds"]] == [request["tools"] for request in model.requests]
+    assert [r["tools_sent"] for r in run["rounds"]] == [request.get("tools") for request in model.bodies]
     assert run["rounds"][0]["tools_sent"][0]["function"]["parameters"]["properties"]["entity_type"]["enum"] == ["node"]
     assert run["rounds"][1]["tools_sent"] is None  # the cap's forced answer went without tools
 
 
 def test_tools_for_agent_is_what_the_first_request_sends():
-    model = counting_model([answer("Hi.")])
+    model = sdk_model([answer("Hi.")])
     agent = make_agent(TOOLS)
 
     run_agent(agent, "Hi", model=model)
 
-    assert tools_for_agent(agent) == model.requests[0]["tools"]
+    assert tools_for_agent(agent) == model.bodies[0]["tools"]
     assert [tool["function"]["description"] for tool in tools_for_agent(agent)][0] == "Bundles."
 
 

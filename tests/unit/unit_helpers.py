@@ -1,19 +1,14 @@
-"""Small builders shared by the engine's unit tests: agents, counting models, recording endpoints and tools.
+"""Small builders shared by the engine's unit tests: agents, scripts and recording tools.
 
 The SPEC §5 texts are written out here literally, so a changed constant in `engine.texts` fails the tests.
 """
 
 import copy
 import dataclasses
-import io
 import json
 
-import httpx2
-
-from engine.providers import connection_model, scripted_model
-from engine.scripted import ScriptedModel, scripted_reply
 from engine.tools.registry import Tool, ToolRegistry
-from engine.types import ModelResponse, ToolCall
+from tests.doubles import ModelDouble
 
 RESTRICTED_LIST_BUNDLES = (
     'Error: The tool "list_bundles" may only be called once per response. None of the tool calls in this '
@@ -61,108 +56,6 @@ def tool_round(*calls):
 
 def answer(content):
     return {"content": content}
-
-
-class CountingModel:
-    """Wraps a ChatModel and records every request: the messages (copied), the tools and parallel_tool_calls."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.requests = []
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        self.requests.append(
-            {
-                "messages": copy.deepcopy(messages),
-                "tools": copy.deepcopy(tools),
-                "parallel_tool_calls": parallel_tool_calls,
-            }
-        )
-        return self.inner.complete(messages, tools, parallel_tool_calls)
-
-    @property
-    def offered(self):
-        """Per request, the names of the tools offered, or None when no tools were sent."""
-        return [
-            [tool["function"]["name"] for tool in request["tools"]] if request["tools"] else None
-            for request in self.requests
-        ]
-
-
-def counting_model(script):
-    """The scripted provider (the real SDK path) behind a request counter."""
-    return CountingModel(scripted_model(script))
-
-
-class InProcessScriptedModel:
-    """The scripted model's replies (the same `scripted_reply`) without the HTTP and SDK round trip.
-
-    For the property tests, which make thousands of requests: the SDK's request serialisation would dominate
-    their runtime while adding nothing to the loop's invariants. The SDK path has its own tests.
-    """
-
-    def __init__(self, script):
-        self.script = script
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        reply = scripted_reply(self.script, messages, bool(tools))
-        calls = tuple(
-            ToolCall(id=item["id"], name=item["function"]["name"], arguments=item["function"]["arguments"])
-            for item in reply.get("tool_calls", [])
-        )
-        return ModelResponse(content=reply.get("content"), tool_calls=calls)
-
-
-class AlwaysCallingModel:
-    """A model that answers every request, tools or not, with the same tool calls (and optional text)."""
-
-    def __init__(self, calls, content=None):
-        self.calls = tuple(
-            ToolCall(id=f"call_{number}", name=name, arguments=arguments)
-            for number, (name, arguments) in enumerate(calls, start=1)
-        )
-        self.content = content
-        self.requests = []
-
-    def complete(self, messages, tools=None, parallel_tool_calls=None):
-        self.requests.append({"tools": copy.deepcopy(tools), "parallel_tool_calls": parallel_tool_calls})
-        return ModelResponse(content=self.content, tool_calls=self.calls)
-
-
-class RecordingEndpoint:
-    """A WSGI middleware that records each request's path, Authorization header and JSON body."""
-
-    def __init__(self, app):
-        self.app = app
-        self.requests = []
-
-    def __call__(self, environ, start_response):
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        self.requests.append(
-            {
-                "path": environ.get("PATH_INFO"),
-                "authorization": environ.get("HTTP_AUTHORIZATION"),
-                "body": json.loads(body) if body else None,
-            }
-        )
-        environ["wsgi.input"] = io.BytesIO(body)
-        environ["CONTENT_LENGTH"] = str(len(body))
-        return self.app(environ, start_response)
-
-
-CONNECTION = {"base_url": "http://model.test/v1", "api_key_env": "TEST_KEY", "default_model": "m", "max_retries": 0}
-ENVIRON = {"TEST_KEY": "k"}
-
-
-def wsgi_transport(app):
-    return httpx2.WSGITransport(app=app)
-
-
-def http_scripted_model(script):
-    """An OpenAI-compatible provider connection in front of the scripted endpoint: (model, endpoint recorder)."""
-    endpoint = RecordingEndpoint(ScriptedModel(script))
-    model = connection_model(CONNECTION, environ=ENVIRON, transport=wsgi_transport(endpoint))
-    return model, endpoint
 
 
 def tool_messages(run):
@@ -270,3 +163,9 @@ def build_script(items):
 
 def all_calls(run):
     return [call for round_ in run["rounds"] for call in round_["calls"]]
+
+
+def sdk_model(script):
+    """The scripted model asked through the openai SDK, as the engine asks a provider; its history is the HTTP
+    requests."""
+    return ModelDouble(script=script).through_sdk()

@@ -1,0 +1,28 @@
+"""Hypothesis strategies the property tests share: one strategy for a tool's settings, so a setting added to SPEC §4
+is drawn everywhere by adding it here once."""
+
+from hypothesis import strategies as st
+
+# Every per-tool setting a property test draws, with the values it draws: small limits, so limits are reached.
+SETTINGS = {
+    "restrict_multiple_calls": st.booleans(),
+    "max_calls_per_run": st.integers(0, 3),
+    "max_identical_calls": st.integers(0, 2),
+    "use_artifacts": st.booleans(),
+    "require_usage": st.booleans(),
+    "return_directly": st.booleans(),
+    "require_approval": st.booleans(),
+}
+# What the loop's and the cases' properties vary: the settings that change a run's rounds.
+LOOP_SETTINGS = ("restrict_multiple_calls", "max_calls_per_run", "require_usage", "return_directly")
+
+
+def tool_settings(optional=(), required=(), **values):
+    """One tool's settings: each key of `required` always drawn, each of `optional` sometimes; `values` replaces the
+    strategy of a key (and adds a required key, such as `argument_rules`, that SETTINGS does not draw)."""
+    strategies = {**SETTINGS, **values}
+    extra = {key: values[key] for key in values if key not in SETTINGS}
+    return st.fixed_dictionaries(
+        {**{key: strategies[key] for key in required}, **extra},
+        optional={key: strategies[key] for key in optional},
+    )
