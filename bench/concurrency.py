@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from store import providers as provider_store
 from store.db import open_db
-from tests.live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_json, serving
+from tests.live_http import MAKE_RUN, AppProcess, SlowModel, all_at_once, browser, post_json, serving
 
 RUNS = 20
 MODEL_DELAY = 0.2
@@ -26,7 +26,7 @@ SCRIPT = [
     {"content": "There are four entity types."},
 ]
 SERVERS = {  # 32 threads in all, as `make run` has: the 20 runs in flight and the pages beside them
-    "waitress": WAITRESS,
+    "waitress": MAKE_RUN,
     "gunicorn": [
         *("-m", "gunicorn", "--bind=127.0.0.1:0", "--worker-class=gthread", "--workers=2"),
         *("--threads=16", "--no-control-socket", "app:create_app()"),

@@ -5,6 +5,7 @@ of its own under a production server, and browser-like clients that post forms w
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -22,8 +23,22 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = 30.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
 LISTENING = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")  # waitress, gunicorn
-# As `make run` serves the app, on a free port.
-WAITRESS = ["-m", "waitress", "--host=127.0.0.1", "--port=0", "--threads=32", "--call", "app:create_app"]
+PROGRAM_MODULES = {"waitress-serve": "waitress"}  # a server program of the virtualenv -> `python -m` it
+
+
+def make_run_server(host="127.0.0.1", port=0):
+    """The arguments to python that serve the app as `make run` does, read from its recipe's last line (the server),
+    the Makefile's variables filled in with their defaults, `host` and `port` (0: a free one)."""
+    with open(ROOT / "Makefile") as file:
+        makefile = file.read()
+    values = {**dict(re.findall(r"^(\w+) \?= (.*)$", makefile, re.M)), "HOST": host, "PORT": str(port)}
+    command = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0].splitlines()[-1]
+    program, *arguments = shlex.split(re.sub(r"\$\((\w+)\)", lambda name: values.get(name[1], name[0]), command))
+    name = program.rsplit("/", 1)[-1]
+    return ["-m", PROGRAM_MODULES.get(name, name), *arguments]
+
+
+MAKE_RUN = make_run_server()
 
 
 class QuietRequestHandler(WSGIRequestHandler):

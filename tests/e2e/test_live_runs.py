@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.run_page import fact, round_section, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
-from tests.live_http import WAITRESS, AppProcess
+from tests.live_http import MAKE_RUN, AppProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -122,7 +122,7 @@ def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(
 
 def serve(database, log_name):
     """The app in a process of its own under waitress, as `make run` serves it: (process, base URL)."""
-    process = AppProcess(WAITRESS, database, database.parent / log_name, TOOLGATE_RUN_LEASE_SECONDS="1")
+    process = AppProcess(MAKE_RUN, database, database.parent / log_name, TOOLGATE_RUN_LEASE_SECONDS="1")
     return process, process.ready()
 
 
