@@ -27,7 +27,7 @@ import httpx2
 
 from tests.live_http import MAKE_RUN, AppProcess
 
-from .concurrency import percentile
+from .concurrency import WAITRESS_32, percentile
 from .proxy import AGENT_ID, KEY_VARIABLE, MESSAGES, PLACE, prepare
 
 SIZES = (100, 300, 1000)
@@ -39,14 +39,7 @@ WARM_UP_BURSTS = 3
 REQUEST_TIMEOUT = 120.0
 SERVERS = {
     "make-run": MAKE_RUN,
-    "waitress-32": ["-m", "waitress", "--host=127.0.0.1", "--port=0", "--threads=32", "--call", "app:create_app"],
-    **{
-        f"gevent-{workers}": [
-            *("-m", "gunicorn", "--bind=127.0.0.1:0", "--worker-class=gevent", f"--workers={workers}"),
-            *("--worker-connections=2000", "--keep-alive=5", "--no-control-socket", "app:create_app()"),
-        ]
-        for workers in (1, 2, 3)
-    },
+    "waitress-32": WAITRESS_32,
 }
 TICK = os.sysconf("SC_CLK_TCK")
 

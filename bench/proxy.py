@@ -33,7 +33,7 @@ from tests.live_http import MAKE_RUN, AppProcess
 from . import proxy_floor
 from .concurrency import percentile
 
-FLOOR_SERVER = [*MAKE_RUN[:-1], f"{proxy_floor.__name__}:create_app"]
+FLOOR_SERVER = [*MAKE_RUN[:-1], f"{proxy_floor.__name__}:create_app()"]
 
 REQUESTS = 400
 WARM_UP = 40

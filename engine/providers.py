@@ -303,9 +303,12 @@ def _network_transport(base_url):
 
     url = urlparse(base_url)
     proxy = urllib.request.getproxies().get(url.scheme)
+    # As many connections as requests in flight (the server bounds those; httpx2's default of 100 queued the
+    # 101st), idle ones closed after httpx2's 5 s.
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
     if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
-        return httpx2.HTTPTransport(proxy=proxy)
-    return httpx2.HTTPTransport()
+        return httpx2.HTTPTransport(proxy=proxy, limits=limits)
+    return httpx2.HTTPTransport(limits=limits)
 
 
 def connection_model(connection, model="", environ=None, transport=None, settings=None):

@@ -6,12 +6,13 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx2
@@ -23,19 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = 30.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
 LISTENING = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")  # waitress, gunicorn
-PROGRAM_MODULES = {"waitress-serve": "waitress"}  # a server program of the virtualenv -> `python -m` it
 
 
 def make_run_server(host="127.0.0.1", port=0):
-    """The arguments to python that serve the app as `make run` does, read from its recipe's last line (the server),
-    the Makefile's variables filled in with their defaults, `host` and `port` (0: a free one)."""
-    with open(ROOT / "Makefile") as file:
-        makefile = file.read()
-    values = {**dict(re.findall(r"^(\w+) \?= (.*)$", makefile, re.M)), "HOST": host, "PORT": str(port)}
-    command = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0].splitlines()[-1]
-    program, *arguments = shlex.split(re.sub(r"\$\((\w+)\)", lambda name: values.get(name[1], name[0]), command))
-    name = program.rsplit("/", 1)[-1]
-    return ["-m", PROGRAM_MODULES.get(name, name), *arguments]
+    """The arguments to python that serve the app as `make run` does: its recipe's last command (the server), as
+    `make -n` prints it with `host` and `port` (0: a free one), its program run as a module of this virtualenv."""
+    printed = subprocess.run(
+        ["make", "--no-print-directory", "-n", "run", f"HOST={host}", f"PORT={port}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    program, *arguments = shlex.split(re.sub(r"\\\n\s*", " ", printed).strip().splitlines()[-1])
+    return ["-m", program.rsplit("/", 1)[-1], *arguments]
 
 
 MAKE_RUN = make_run_server()
@@ -129,7 +131,12 @@ class AppProcess:
         }
         self.log = open(log_path, "w+")  # closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, *server_arguments], cwd=ROOT, env=environment, stdout=self.log, stderr=self.log
+            [sys.executable, *server_arguments],
+            cwd=ROOT,
+            env=environment,
+            stdout=self.log,
+            stderr=self.log,
+            start_new_session=True,  # its worker processes with it, for kill()
         )
 
     def ready(self, timeout=60):
@@ -154,7 +161,18 @@ class AppProcess:
         except httpx2.HTTPError:
             return False
 
-    def stop(self):
-        self.process.terminate()
+    def kill(self):
+        """As if the machine lost power: every process of the server at once, mid-request."""
+        os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
+
+    def stop(self):
+        """Ctrl-C: gunicorn's quick shutdown, which does not wait for idle keep-alive connections to time out."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            finally:
+                with suppress(ProcessLookupError):  # no worker left behind, whatever happened
+                    os.killpg(self.process.pid, signal.SIGKILL)
         self.log.close()
