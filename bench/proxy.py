@@ -1,6 +1,6 @@
 """The policy proxy's added latency per request: an `openai` SDK client asks an upstream that answers at once, once
-directly and once through /proxy/<agent id>/v1 of the app served as `make run` serves it (waitress, in a process
-of its own), one request after the other in alternation, in the same run. What the proxy adds is its part: the
+directly and once through /proxy/<agent id>/v1 of the app served as `make run` serves it (in a process of its
+own), one request after the other in alternation, in the same run. What the proxy adds is its part: the
 request read and checked, the agent's policy applied to the answer, the run stored in SQLite, the second hop.
 
 Measured twice: a conversation's first request, and the requests of conversations that go on for CONVERSATION_ROUNDS
