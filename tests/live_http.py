@@ -22,6 +22,7 @@ from engine.scripted import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = 30.0
+STOP_GRACE = 5.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
 LISTENING = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")  # waitress, gunicorn
 
@@ -167,12 +168,13 @@ class AppProcess:
         self.process.wait(timeout=10)
 
     def stop(self):
-        """Ctrl-C: gunicorn's quick shutdown, which does not wait for idle keep-alive connections to time out."""
+        """Ctrl-C (gunicorn's quick shutdown, which does not wait for idle keep-alive connections to time out), then
+        after STOP_GRACE seconds every process of the server killed: nothing is left behind, whatever it was doing."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=10)
-            finally:
-                with suppress(ProcessLookupError):  # no worker left behind, whatever happened
-                    os.killpg(self.process.pid, signal.SIGKILL)
+            with suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=STOP_GRACE)
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
         self.log.close()
