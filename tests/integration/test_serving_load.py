@@ -8,6 +8,7 @@ import asyncio
 import re
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import pytest
@@ -78,8 +79,15 @@ async def _held_requests_and_a_page(base_url, upstream):
     return page, waiting, answers
 
 
+def _in_a_thread(coroutine):
+    """asyncio.run in a thread of its own: Playwright's sync API keeps an event loop running in this one once an
+    end-to-end test has used it."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def test_hundreds_of_requests_waiting_on_their_model_leave_the_pages_answering(served, upstream):
-    page, waiting, answers = asyncio.run(_held_requests_and_a_page(served, upstream))
+    page, waiting, answers = _in_a_thread(_held_requests_and_a_page(served, upstream))
 
     assert page.status_code == 200 and "Held" in page.text
     assert waiting == HELD  # the page was answered while every proxied request was still held upstream
