@@ -6,7 +6,12 @@ INSTALLED := $(VENV)/.installed-requirements
 INSTALLED_TEST := $(VENV)/.installed-requirements-test
 HOST ?= 127.0.0.1
 PORT ?= 5000
-THREADS ?= 32
+WORKERS ?= 2
+CONNECTIONS ?= 1000
+KEEP_ALIVE ?= 10
+# gunicorn takes an IPv6 address in brackets ([::1]:5000), given with them or without.
+BARE_HOST = $(HOST:[%]=%)
+BIND = $(if $(findstring :,$(BARE_HOST)),[$(BARE_HOST)],$(BARE_HOST)):$(PORT)
 
 .PHONY: run test bench lint chromium
 
@@ -14,7 +19,8 @@ run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
-	$(BIN)/waitress-serve --host=$(HOST) --port=$(PORT) --threads=$(THREADS) --call app:serve_app
+	$(BIN)/gunicorn --bind=$(BIND) --worker-class=gevent --workers=$(WORKERS) --worker-connections=$(CONNECTIONS) \
+		--keep-alive=$(KEEP_ALIVE) --no-control-socket 'app:serve_app()'
 
 test: $(INSTALLED_TEST) chromium
 	$(BIN)/pytest

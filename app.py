@@ -136,7 +136,7 @@ def create_app(test_config=None, instance_path=None):
 
 
 def serve_app():
-    """The app as `make run` serves it (waitress-serve --call app:serve_app): the `toolgate` log on the console too,
+    """The app as `make run` serves it (gunicorn 'app:serve_app()'): the `toolgate` log on the console too,
     one entry per line. The CLI's commands leave their own output alone."""
     console_log.attach()
     return create_app()

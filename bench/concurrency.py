@@ -2,11 +2,10 @@
 in a process of its own; meanwhile a person keeps loading GET /agents. The fake model (an OpenAI-compatible server
 on 127.0.0.1) and the HTTP clients live in this process.
 
-`python -m bench.concurrency` measures waitress, which `make run` uses, and gunicorn when it is installed
-(`--servers waitress` for one)."""
+`python -m bench.concurrency` measures the server `make run` uses and waitress with 32 threads, which it used before
+(`--servers make-run` for one)."""
 
 import argparse
-import importlib.util
 import statistics
 import tempfile
 import threading
@@ -15,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from store import providers as provider_store
 from store.db import open_db
-from tests.live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_json, serving
+from tests.live_http import MAKE_RUN, AppProcess, SlowModel, all_at_once, browser, post_json, serving
 
 RUNS = 20
 MODEL_DELAY = 0.2
@@ -25,13 +24,8 @@ SCRIPT = [
     {"tool_calls": [{"name": "list_entity_types", "arguments": {}}]},
     {"content": "There are four entity types."},
 ]
-SERVERS = {  # 32 threads in all, as `make run` has: the 20 runs in flight and the pages beside them
-    "waitress": WAITRESS,
-    "gunicorn": [
-        *("-m", "gunicorn", "--bind=127.0.0.1:0", "--worker-class=gthread", "--workers=2"),
-        *("--threads=16", "--no-control-socket", "app:create_app()"),
-    ],
-}
+WAITRESS_32 = ["-m", "waitress", "--host=127.0.0.1", "--port=0", "--threads=32", "--call", "app:create_app"]
+SERVERS = {"make-run": MAKE_RUN, "waitress-32": WAITRESS_32}  # as `make run` serves the app, and as it did before
 
 
 def percentile(samples, fraction):
@@ -119,9 +113,6 @@ def report(servers=tuple(SERVERS)):
     print(f"Concurrency: {RUNS} runs at once, model answering in {MODEL_DELAY * 1000:.0f} ms (2 requests per run)")
     with tempfile.TemporaryDirectory() as folder, serving(SlowModel(SCRIPT, MODEL_DELAY)) as model_url:
         for server in servers:
-            if importlib.util.find_spec(server) is None:
-                print(f"  {server}: not installed, not measured (pip install {server} to compare)")
-                continue
             figures = measure(server, folder, model_url)
             ms = {key: [seconds * 1000 for seconds in figures[key]] for key in ("idle", "during")}
             print(f"  {server}")
@@ -144,5 +135,5 @@ def report(servers=tuple(SERVERS)):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--servers", default=",".join(SERVERS), help="comma-separated: waitress, gunicorn")
+    parser.add_argument("--servers", default=",".join(SERVERS), help="comma-separated: make-run, waitress-32")
     report(tuple(parser.parse_args().servers.split(",")))

@@ -1,6 +1,6 @@
 """The policy proxy's added latency per request: an `openai` SDK client asks an upstream that answers at once, once
-directly and once through /proxy/<agent id>/v1 of the app served as `make run` serves it (waitress, in a process
-of its own), one request after the other in alternation, in the same run. What the proxy adds is its part: the
+directly and once through /proxy/<agent id>/v1 of the app served as `make run` serves it (in a process of its
+own), one request after the other in alternation, in the same run. What the proxy adds is its part: the
 request read and checked, the agent's policy applied to the answer, the run stored in SQLite, the second hop.
 
 Measured twice: a conversation's first request, and the requests of conversations that go on for CONVERSATION_ROUNDS
@@ -32,12 +32,12 @@ from app import create_app
 from store import agents as agent_store
 from store import providers as provider_store
 from store.db import open_db
-from tests.live_http import WAITRESS, AppProcess
+from tests.live_http import MAKE_RUN, AppProcess
 
 from . import proxy_floor
 from .concurrency import percentile
 
-FLOOR_SERVER = [*WAITRESS[:-1], f"{proxy_floor.__name__}:create_app"]
+FLOOR_SERVER = [*MAKE_RUN[:-1], f"{proxy_floor.__name__}:create_app()"]
 
 REQUESTS = 400
 WARM_UP = 40
@@ -118,10 +118,10 @@ def serving_upstream():
         thread.join(timeout=5)
 
 
-def _prepare(folder, upstream_url):
+def prepare(folder, upstream_url, name="bench.db"):
     """The database the served app uses: a connection to the upstream and an agent with client tool settings, so
     every answer goes through the gate (the restriction, a forced value) before it is passed on."""
-    database = f"{folder}/bench.db"
+    database = f"{folder}/{name}"
     create_app({"DATABASE": database, "SECRET_KEY": "bench"}, instance_path=folder)
     db = open_db(database)
     try:
@@ -266,8 +266,8 @@ def _paired(direct, throughs, scenario, requests):
 def report(requests=REQUESTS):
     with tempfile.TemporaryDirectory() as folder, serving_upstream() as upstream_url:
         direct = openai.OpenAI(base_url=f"{upstream_url}/v1", api_key="sk-bench-upstream", max_retries=0)
-        database = _prepare(folder, upstream_url)
-        proxy = AppProcess(WAITRESS, database, f"{folder}/server.log", **{KEY_VARIABLE: "sk-bench-upstream"})
+        database = prepare(folder, upstream_url)
+        proxy = AppProcess(MAKE_RUN, database, f"{folder}/server.log", **{KEY_VARIABLE: "sk-bench-upstream"})
         floor_environment = {"FLOOR_UPSTREAM_URL": f"{upstream_url}/v1", "FLOOR_DATABASE": f"{folder}/floor.db"}
         floor = AppProcess(FLOOR_SERVER, database, f"{folder}/floor.log", ready_path="/ready", **floor_environment)
         with _served(proxy) as proxy_url, _served(floor) as floor_url:

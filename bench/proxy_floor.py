@@ -2,10 +2,11 @@
 reads the body, the `openai` SDK forwards it upstream, one row with the request and the answer goes into SQLite
 (WAL, one write transaction), and the answer goes back as JSON. No policy, no checks, no run to build.
 
-bench.proxy serves it as it serves the app (waitress, a process of its own) and times it beside the direct call,
-so each run shows how much of the proxy's added latency the extra hop costs by itself, and how much is Toolgate's.
+bench.proxy serves it as it serves the app (`make run`'s server, a process of its own) and times it beside the direct
+call, so each run shows how much of the proxy's added latency the extra hop costs by itself, and how much is
+Toolgate's.
 
-`waitress-serve --call bench.proxy_floor:create_app`, with FLOOR_UPSTREAM_URL (the upstream's base URL, …/v1) and
+`gunicorn 'bench.proxy_floor:create_app()'`, with FLOOR_UPSTREAM_URL (the upstream's base URL, …/v1) and
 FLOOR_DATABASE (a file it may create) in the environment.
 """
 

@@ -5,12 +5,14 @@ of its own under a production server, and browser-like clients that post forms w
 import json
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx2
@@ -20,10 +22,26 @@ from tests.doubles import ModelDouble
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUEST_TIMEOUT = 30.0
+STOP_GRACE = 5.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
 LISTENING = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")  # waitress, gunicorn
-# As `make run` serves the app, on a free port.
-WAITRESS = ["-m", "waitress", "--host=127.0.0.1", "--port=0", "--threads=32", "--call", "app:create_app"]
+
+
+def make_run_server(host="127.0.0.1", port=0):
+    """The arguments to python that serve the app as `make run` does: its recipe's last command (the server), as
+    `make -n` prints it with `host` and `port` (0: a free one), its program run as a module of this virtualenv."""
+    printed = subprocess.run(
+        ["make", "--no-print-directory", "-n", "run", f"HOST={host}", f"PORT={port}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    program, *arguments = shlex.split(re.sub(r"\\\n\s*", " ", printed).strip().splitlines()[-1])
+    return ["-m", program.rsplit("/", 1)[-1], *arguments]
+
+
+MAKE_RUN = make_run_server()
 
 
 class QuietRequestHandler(WSGIRequestHandler):
@@ -109,7 +127,12 @@ class AppProcess:
         }
         self.log = open(log_path, "w+")  # closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, *server_arguments], cwd=ROOT, env=environment, stdout=self.log, stderr=self.log
+            [sys.executable, *server_arguments],
+            cwd=ROOT,
+            env=environment,
+            stdout=self.log,
+            stderr=self.log,
+            start_new_session=True,  # its worker processes with it, for kill()
         )
 
     def ready(self, timeout=60):
@@ -134,7 +157,19 @@ class AppProcess:
         except httpx2.HTTPError:
             return False
 
+    def kill(self):
+        """As if the machine lost power: every process of the server at once, mid-request."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
     def stop(self):
-        self.process.terminate()
+        """Ctrl-C (gunicorn's quick shutdown, which does not wait for idle keep-alive connections to time out), then
+        after STOP_GRACE seconds every process of the server killed: nothing is left behind, whatever it was doing."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            with suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=STOP_GRACE)
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=10)
         self.log.close()

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.run_page import fact, round_section, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
-from tests.live_http import WAITRESS, AppProcess
+from tests.live_http import MAKE_RUN, AppProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -121,8 +121,8 @@ def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(
 
 
 def serve(database, log_name):
-    """The app in a process of its own under waitress, as `make run` serves it: (process, base URL)."""
-    process = AppProcess(WAITRESS, database, database.parent / log_name, TOOLGATE_RUN_LEASE_SECONDS="1")
+    """The app in a process of its own, as `make run` serves it: (process, base URL)."""
+    process = AppProcess(MAKE_RUN, database, database.parent / log_name, TOOLGATE_RUN_LEASE_SECONDS="1")
     return process, process.ready()
 
 
@@ -146,7 +146,7 @@ def test_a_run_whose_server_was_killed_reads_interrupted_after_a_restart_and_res
             run_url = page.get_by_role("link", name=re.compile(r"^Run #\d+$")).get_attribute("href")
             model.wait_for_request(2)  # step 2 has begun, not only been asked for by the page
 
-            server.process.kill()  # in the middle of step 2: its response is held
+            server.kill()  # in the middle of step 2: its response is held
             server.stop()
             model.release()
             server, base = serve(database, "restarted.log")

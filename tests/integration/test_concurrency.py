@@ -7,7 +7,7 @@ import pytest
 from app import create_app
 from store import providers as provider_store
 from store.db import open_db
-from tests.live_http import WAITRESS, AppProcess, SlowModel, all_at_once, browser, post_form, post_json, serving
+from tests.live_http import MAKE_RUN, AppProcess, SlowModel, all_at_once, browser, post_form, post_json, serving
 from tests.support import agent_form_data
 
 BURST = 50
@@ -113,7 +113,7 @@ def test_twenty_runs_against_a_slow_model_at_once_are_all_stored(tmp_path):
 def test_two_app_processes_on_one_database_file_lose_no_write(tmp_path):
     # Both start on a database file that does not exist yet: both migrate it at once.
     database = tmp_path / "shared.db"
-    processes = [AppProcess(WAITRESS, database, tmp_path / f"{name}.log") for name in ("first", "second")]
+    processes = [AppProcess(MAKE_RUN, database, tmp_path / f"{name}.log") for name in ("first", "second")]
     try:
         urls = [process.ready() for process in processes]
 

@@ -132,7 +132,7 @@ def test_the_log_filters_by_kind_and_offers_every_kind_the_policy_logs(client, t
 
 def test_the_console_shows_each_entry_on_one_line(capsys):
     logger = logging.getLogger("toolgate")
-    assert "--call app:serve_app" in Path("Makefile").read_text()  # what `make run` serves attaches it
+    assert "'app:serve_app()'" in Path("Makefile").read_text()  # what `make run` serves attaches it
     handler = console_log.attach()
     try:
         logger.error("The model endpoint answered HTTP 500:\nline two\nline three")
