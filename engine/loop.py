@@ -32,6 +32,7 @@ from .round import (
     log_entry,
     next_step,
     offers_tools,
+    rejection_entries,
     round_cap_answer,
     write_log,
 )
@@ -216,6 +217,8 @@ class _Run:
                 verdict = self.decided_verdict(verdict, decision)
             verdicts.append(verdict)
         self.pending = None
+        rejected = [verdict for verdict in verdicts if verdict.reason == REVIEWER_REJECTED]
+        write_log(rejection_entries(self.config.id, rejected), self.log, self.secret)
         self.complete_round(self.carry_out(pending.round, verdicts, reviews))
 
     def checked_decisions(self, data):

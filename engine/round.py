@@ -207,7 +207,8 @@ def next_step(round_, *, config, registry, rounds_used, used_tools, calls_so_far
     if not offered:
         verdicts = reject_without_tools(response.tool_calls).verdicts
         answer = response.content or cap_message(config)
-        return Step(FINAL, round_, assistant, rounds_used, TOOLS_DISABLED, answer, verdicts=verdicts)
+        log = rejection_entries(config.id, verdicts)
+        return Step(FINAL, round_, assistant, rounds_used, TOOLS_DISABLED, answer, verdicts=verdicts, log=log)
     review = review_calls(
         response.tool_calls,
         config,
@@ -216,7 +217,24 @@ def next_step(round_, *, config, registry, rounds_used, used_tools, calls_so_far
         identical_so_far=identical_so_far,
         artifacts=artifacts,
     )
-    log = ()
-    if review.restricted_tools:
+    if review.restricted_tools:  # one entry for the response, at error, in the seed module's words
         log = (log_entry("error", "policy_violation", config.id, restriction_log_message(config.id, review)),)
+    else:
+        log = rejection_entries(config.id, review.verdicts)
     return Step(TOOL_ROUND, round_, assistant, rounds_used + 1, verdicts=review.verdicts, log=log)
+
+
+def rejection_entries(agent_id, verdicts):
+    """A log entry at warning for each call the gate (or a reviewer) rejected, its kind the reason: an admin finds
+    every rejection on the log page, not only the restriction's."""
+    return tuple(
+        log_entry(
+            "warning",
+            verdict.reason,
+            agent_id,
+            f'The agent "{agent_id}" had its call {verdict.call.id} of "{verdict.call.name}" rejected: '
+            f"{verdict.message}",
+        )
+        for verdict in verdicts
+        if not verdict.allowed
+    )

@@ -226,7 +226,7 @@ class ProxyExchange:
 
     def failed(self, error):
         message = f'The agent "{self.config.id}" could not answer a proxied request: {error.message}'
-        write_log([log_entry("error", "provider_error", self.config.id, message)], self.log)
+        write_log([log_entry("error", "proxy_error", self.config.id, message)], self.log)
         return self.exchange(None, error, ERROR, None)
 
     def exchange(self, completion, error, stop_reason, answer):

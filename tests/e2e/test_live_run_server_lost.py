@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from tests.e2e.run_page import fact, round_section, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
 from tests.e2e.test_live_runs import ANSWER, SCRIPT, SLOW, answer_region, slow_agent
-from tests.live_http import WAITRESS, AppProcess, serving
+from tests.live_http import AppProcess, make_run_server, serving
 
 pytestmark = pytest.mark.e2e
 
@@ -30,8 +30,8 @@ def free_port():
 
 
 def serve(database, log_name, port=0):
-    """The app in a process of its own under waitress, on `port` (0: any): (process, base URL)."""
-    arguments = [argument if argument != "--port=0" else f"--port={port}" for argument in WAITRESS]
+    """The app in a process of its own, served as `make run` serves it, on `port` (0: any): (process, base URL)."""
+    arguments = make_run_server(port=port)
     process = AppProcess(arguments, database, database.parent / log_name, TOOLGATE_RUN_LEASE_SECONDS="1")
     return process, process.ready()
 
