@@ -7,6 +7,7 @@ Post/Redirect/Get, the delete confirmation, the history lists' query string.
 
 import logging
 import re
+from types import SimpleNamespace
 
 from flask import abort, current_app, flash, jsonify, redirect, render_template, request, url_for
 from flask_wtf.csrf import CSRFError
@@ -16,7 +17,13 @@ from werkzeug.exceptions import NotFound as HTTPNotFound
 
 from blueprints import setting_summaries
 from blueprints.forms.fields import ButtonForm, apply_errors
+from engine import approvals
+from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions, messages
+from engine.proxy.recording import PROXY_SOURCE
+from engine.round import AWAITING_CLIENT, ERROR, STOPPED
+from engine.types import ABANDONED, ALLOWED, AWAITING, AWAITING_APPROVAL, EXECUTED, INTERRUPTED, REJECTED, RUNNING
+from engine.types import ERROR as CALL_ERROR
 from services import proxy as proxy_service
 from services.runs import RunConflict
 from store import NotFound, RevisionConflict, ValidationError
@@ -236,7 +243,28 @@ def timestamp(value, zone=True):
     return Markup('<time datetime="{}">{}</time>').format(value, text)
 
 
+# The names the templates compare with, from where each is defined, so no template spells one as a literal.
+TEMPLATE_NAMES = SimpleNamespace(
+    SCRIPTED=SCRIPTED_PROVIDER,
+    PROXY=PROXY_SOURCE,
+    RUNNING=RUNNING,
+    AWAITING_APPROVAL=AWAITING,
+    INTERRUPTED=INTERRUPTED,
+    ABANDONED=ABANDONED,
+    ERROR=ERROR,
+    STOPPED=STOPPED,
+    AWAITING_CLIENT=AWAITING_CLIENT,
+    EXECUTED=EXECUTED,
+    REJECTED=REJECTED,
+    ALLOWED=ALLOWED,
+    CALL_ERROR=CALL_ERROR,
+    CALL_AWAITING_APPROVAL=AWAITING_APPROVAL,
+    REVIEW_REJECTED=approvals.REJECTED,
+)
+
+
 def register_template_helpers(app):
+    app.jinja_env.globals["names"] = TEMPLATE_NAMES
     app.jinja_env.filters["timestamp"] = timestamp
     app.jinja_env.globals["tool_settings_summary"] = setting_summaries.tool_settings_summary
     app.jinja_env.trim_blocks = True
