@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from .core import UpstreamError
 
 CLIENT_WENT_AWAY = "The client closed the stream before its answer was complete."
+PARAGRAPH = "\n\n"  # between the texts of two responses streamed to one client
 
 
 @dataclass(frozen=True)
@@ -167,9 +168,8 @@ class LiveAnswer:
                             started = True
                             yield self.start(assembly.head)
                         if text:
-                            self.shown.append(text)
+                            yield from self.show(text, first=not last_text)
                             last_text += text
-                            yield Text(text)
                 finally:
                     chunks.close()  # a client that went away stops the upstream request too
                 body = steps.send(assembly.completion())
@@ -190,12 +190,20 @@ class LiveAnswer:
         message = completion["choices"][0]["message"]
         own = message.get("content") or ""
         if own != last_text:  # an answer the proxy gave itself (the cap message), not the text just streamed
-            self.shown.append(own)
-            yield Text(own)
+            yield from self.show(own, first=True)
         self.exchange = self.as_shown(exchange)
         for index, call in enumerate(message.get("tool_calls") or []):
             yield Call(index, call["id"], call["function"]["name"], call["function"].get("arguments") or "")
         yield End(completion["choices"][0].get("finish_reason") or "stop", completion.get("usage"))
+
+    def show(self, text, first):
+        """Text for the client; the first text of another response than the one it read last begins a paragraph
+        of its own, not the middle of the last one's sentence."""
+        if first and self.shown and not self.shown[-1][-1:].isspace() and not text[:1].isspace():
+            self.shown.append(PARAGRAPH)
+            yield Text(PARAGRAPH)
+        self.shown.append(text)
+        yield Text(text)
 
     def as_shown(self, exchange):
         """The exchange with its answer's text as the client received it: every delta of the request, the ones of

@@ -65,6 +65,17 @@ class ChunkedUpstream(ModelDouble):
         yield {**head, "choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}}
 
 
+def paragraphs(texts):
+    """The texts as a client reads them streamed one after the other: a response's text after another's begins a
+    paragraph of its own (unless a space already parts them)."""
+    joined = ""
+    for text in texts:
+        if text and joined and not joined[-1].isspace() and not text[0].isspace():
+            joined += "\n\n"
+        joined += text
+    return joined
+
+
 texts = st.lists(st.sampled_from(["", "Placing.", "One moment, ", "Done with that."]), min_size=1, max_size=3)
 cuts = st.lists(st.integers(0, 40), min_size=1, max_size=4)
 
@@ -95,10 +106,10 @@ def test_a_live_stream_hands_over_only_gated_calls_and_the_text_the_upstream_wro
     text = "".join(piece.text for piece in pieces if isinstance(piece, Text))
     # Every response of the request wrote its text to the client as it came, hidden ones included; an answer the
     # proxy gave itself (the cap message) follows it.
-    written = "".join(round_.response.content or "" for round_ in live.exchange.rounds)
+    written = [round_.response.content or "" for round_ in live.exchange.rounds]
     own = plain.completion["choices"][0]["message"].get("content") or ""
-    last = live.exchange.rounds[-1].response.content or "" if live.exchange.rounds else ""
-    assert text == (written if own == last else written + own)
+    last = written[-1] if written else ""
+    assert text == paragraphs(written if own == last else [*written, own])
     # What the run records is what the client received.
     assert (live.exchange.completion["choices"][0]["message"].get("content") or "") == text
     assert_passes_the_gate(config, request, live.exchange.completion["choices"][0]["message"])
