@@ -4,18 +4,12 @@ OpenAI-compatible server upstream. Whether it asks with `messages.create`, `mess
 only ever receives tool_use blocks that passed the gate, and every error comes in Anthropic's shape."""
 
 import json
-import re
-import subprocess
-import sys
 from contextlib import contextmanager
-from pathlib import Path
 
 import anthropic
 import httpx2
 import pytest
 
-from engine.tools import default_registry
-from services.demo import load_demo
 from store import agents as agent_store
 from store import tokens as token_store
 from store.db import open_db
@@ -41,7 +35,6 @@ PLACE_TOOL = {
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
 ASK = {"model": "claude-x", "max_tokens": 1024, "tools": [PLACE_TOOL]}
 WAYS = ["create", "stream", "stream=True"]
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "anthropic_client.py"
 
 
 def put_agent(client, agent_id="canvas", **fields):
@@ -372,31 +365,3 @@ def test_with_the_login_on_an_api_token_is_the_key_as_x_api_key_or_a_bearer_toke
     assert refused.status_code == 401 and refused.json()["error"]["type"] == "authentication_error"
     assert "API token" in refused.json()["error"]["message"]
     assert sdk_refused.value.body["error"]["type"] == "authentication_error"
-
-
-# --- The example ------------------------------------------------------------------------------------------------
-
-
-def test_the_anthropic_example_gets_one_tool_use_at_a_time_and_its_run_shows_the_hidden_round(app, client, database):
-    """examples/anthropic_client.py as a new user runs it, against the app with the demo agents on 127.0.0.1."""
-    load_demo(database, default_registry().parameters_by_name())
-    with serving(app) as base_url:
-        result = subprocess.run(
-            [sys.executable, str(EXAMPLE)],
-            env={"TOOLGATE_URL": base_url, "PATH": ""},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    assert result.returncode == 0, result.stderr
-    output = result.stdout
-    assert output.count("The model asks for 1 call(s):") == 2 and "asks for 2" not in output
-    assert "Answer: The page has a hero with a text block below it." in output
-    hero, text = re.search(r"Page: (hero-\w+) > (text-\w+)", output).groups()
-    run_id = re.search(r"/runs/(\d+)", output).group(1)
-    run = client.get(f"/api/runs/{run_id}").json
-    assert (run["agent_id"], run["api"], run["stop_reason"]) == ("browser_canvas", "messages", "answered")
-    assert [round_["shown_to_client"] for round_ in run["rounds"]] == [False, True, True, True]
-    assert [call["output"] for round_ in run["rounds"][1:3] for call in round_["calls"]] == [hero, text]
-    assert run["rounds"][2]["calls"][0]["arguments"] == {"block": "text", "below": hero}
