@@ -202,12 +202,15 @@ def continue_run(db, run_id, run, conversation_key, new_log):
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):
-    """The agent's latest proxied run whose client holds this conversation, or None."""
-    found = db.execute(
-        "SELECT id FROM runs WHERE agent_id = ? AND conversation_key = ? ORDER BY id DESC LIMIT 1",
+    """The agent's latest proxied run whose client holds this conversation, or None. Read in one query: a run found
+    by its key and then read again could have been continued by another request in between, and its transcript would
+    then already hold the results this request brings."""
+    rows = select_rows(
+        db,
+        "SELECT * FROM runs WHERE agent_id = ? AND conversation_key = ? ORDER BY id DESC LIMIT 1",
         [agent_id, conversation_key],
-    ).fetchone()
-    return get_run(db, found[0]) if found else None
+    )
+    return _run_from_row(rows[0]) if rows else None
 
 
 def get_run(db, run_id):

@@ -14,6 +14,7 @@ from engine.config import load_agent
 from engine.gate import review_calls
 from engine.proxy.client_tools import proxy_view
 from engine.proxy.core import answer_request
+from engine.proxy.recording import restored_history
 from engine.proxy.request import current_turn, read_request
 from engine.proxy.serve import RunsInMemory, answer_and_record
 from engine.proxy.upstream import upstream_for_agent
@@ -185,3 +186,35 @@ def test_a_proxied_conversation_saved_as_a_case_replays_to_a_pass_against_the_sa
     }
     result = check_case(agent, case)
     assert result["passed"], result["differences"]
+
+
+def continued_elsewhere(stored, results):
+    """The stored run as a concurrent request of the same conversation may leave it: continued with some of the
+    client's results already in its transcript (the state a request reading the run between another's find and save
+    used to see)."""
+    messages = [*stored["messages"], *results]
+    return {
+        **stored,
+        "messages": messages,
+        "conversation": {**stored["conversation"], "upstream_length": len(messages)},
+    }
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls=st.lists(st.sampled_from(["c1", "c2", "c3"]), min_size=1, max_size=3, unique=True), data=st.data())
+def test_a_restored_history_answers_each_call_id_once_however_far_a_concurrent_request_got(calls, data):
+    answer = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "note", "arguments": "{}"}} for call_id in calls
+        ],
+    }
+    opening = [{"role": "user", "content": "Note it."}, answer]
+    stored = {"messages": opening, "conversation": {"key": "k", "upstream_length": len(opening)}}
+    results = [{"role": "tool", "tool_call_id": call_id, "content": f"ran {call_id}"} for call_id in calls]
+    already = data.draw(st.integers(0, len(results)), label="results a concurrent request already recorded")
+
+    history = restored_history(continued_elsewhere(stored, results[:already]), [*opening, *results], len(opening))
+
+    assert_every_call_id_answered_once(history)
