@@ -64,6 +64,21 @@ def confirm_delete(template, delete, message, endpoint, **context):
     return render_template(template, form=form, **context)
 
 
+def confirm_delete_unless_used(template, delete, users, message, endpoint, **context):
+    """confirm_delete for a row that agents use (a provider connection, a tool server): while `users` (the agents'
+    ids) is not empty the page names them and a POST answers 409; a row another request put to use meanwhile is a
+    409 too."""
+    form = ButtonForm()
+    if form.validate_on_submit() and not users:
+        try:
+            delete()
+        except (NotFound, ValidationError):
+            abort(409)
+        return done(message, endpoint)
+    status = 409 if request.method == "POST" else 200
+    return render_template(template, form=form, users=users, **context), status
+
+
 def list_filters(name, choices):
     """A history list's query string: ?agent= and ?NAME= (one of `choices`; anything else filters nothing), as
     (agent id or None, choice or None)."""

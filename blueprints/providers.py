@@ -4,13 +4,12 @@ variable a connection names; it is never stored nor shown, the page only says wh
 
 from flask import Blueprint, abort, current_app, render_template, request
 
-from blueprints import done, save_posted
+from blueprints import confirm_delete_unless_used, done, save_posted
 from blueprints.forms.fields import ButtonForm
 from blueprints.forms.providers import ProviderForm, provider_to_form_data
 from engine.config import machine_name
 from engine.providers import ProviderError, check_connection
 from services.settings import configured_names
-from store import NotFound, ValidationError
 from store import agents as agent_store
 from store import providers as provider_store
 from store.db import get_db
@@ -98,17 +97,14 @@ def check_provider(provider_id):
 
 @bp.route("/providers/<provider_id>/delete", methods=["GET", "POST"])
 def delete_provider(provider_id):
-    """Like the other delete pages (blueprints.confirm_delete), except that a connection some agent uses cannot be
-    deleted: the page names the agents, and a POST answers 409."""
+    """A connection some agent uses cannot be deleted: the page names the agents, and a POST answers 409."""
     db = get_db()
     provider = provider_store.get_provider(db, provider_id)
-    form = ButtonForm()
-    users = agent_store.agents_using_provider(db, provider_id)
-    if form.validate_on_submit() and not users:
-        try:
-            provider_store.delete_provider(db, provider_id)
-        except (NotFound, ValidationError):
-            abort(409)
-        return done(f'Deleted the provider connection "{provider["label"]}".', "providers.list_providers")
-    status = 409 if request.method == "POST" else 200
-    return render_template("providers/delete.html", provider=provider, form=form, users=users), status
+    return confirm_delete_unless_used(
+        "providers/delete.html",
+        lambda: provider_store.delete_provider(db, provider_id),
+        agent_store.agents_using_provider(db, provider_id),
+        f'Deleted the provider connection "{provider["label"]}".',
+        "providers.list_providers",
+        provider=provider,
+    )

@@ -7,14 +7,13 @@ from functools import partial
 
 from flask import Blueprint, abort, render_template, request
 
-from blueprints import done, save_posted
+from blueprints import confirm_delete_unless_used, done, save_posted
 from blueprints.forms.fields import ButtonForm
 from blueprints.forms.tool_servers import ToolServerForm, server_to_form_data
 from engine.config import machine_name
 from engine.tools.mcp import SEPARATOR, McpTool, registry_name
 from services import tool_servers as tool_server_service
 from services.settings import configured_names, tool_registry
-from store import NotFound, ValidationError
 from store import tool_servers as tool_server_store
 from store.db import get_db
 from store.tool_servers import ID_MAX, REFRESH_NOTE
@@ -116,17 +115,15 @@ def edit_tool_server(server_id):
 
 @bp.route("/tool-servers/<server_id>/delete", methods=["GET", "POST"])
 def delete_tool_server(server_id):
-    """Like the provider's delete page: a server whose tools some agent enables cannot be deleted; the page names
-    the agents, and a POST answers 409."""
+    """A server whose tools some agent enables cannot be deleted: the page names the agents, and a POST answers
+    409."""
     db = get_db()
     server = tool_server_store.get_tool_server(db, server_id)
-    form = ButtonForm()
-    users = tool_server_store.agents_using_server(db, server_id)
-    if form.validate_on_submit() and not users:
-        try:
-            tool_server_store.delete_tool_server(db, server_id)
-        except (NotFound, ValidationError):
-            abort(409)
-        return done(f'Deleted the tool server "{server["label"]}".', "tool_servers.list_tool_servers")
-    status = 409 if request.method == "POST" else 200
-    return render_template("tool_servers/delete.html", server=server, form=form, users=users), status
+    return confirm_delete_unless_used(
+        "tool_servers/delete.html",
+        lambda: tool_server_store.delete_tool_server(db, server_id),
+        tool_server_store.agents_using_server(db, server_id),
+        f'Deleted the tool server "{server["label"]}".',
+        "tool_servers.list_tool_servers",
+        server=server,
+    )
