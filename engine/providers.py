@@ -272,20 +272,17 @@ def _connection_client(connection, api_key, timeout, max_retries, transport):
 
 
 def _network_transport(base_url):
-    """The transport to the server, through the proxy the environment names for it, as httpx2 itself would."""
+    """The transport to the server (engine.http_transport), through the proxy the environment names for it, as
+    httpx2 itself would."""
     import urllib.request
 
-    import httpx2
+    from .http_transport import PooledTransport
 
     url = urlparse(base_url)
     proxy = urllib.request.getproxies().get(url.scheme)
-    # As many connections as requests in flight (the server bounds those; httpx2's default of 100 queued the
-    # 101st). Idle ones: httpx2's 20, for 5 s. The pool polls every idle connection on each request (through
-    # gevent's select under `make run`): keeping them all made 300 requests at once cost 14 ms of CPU each, not 6.
-    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=20)
     if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
-        return httpx2.HTTPTransport(proxy=proxy, limits=limits)
-    return httpx2.HTTPTransport(limits=limits)
+        return PooledTransport(proxy)
+    return PooledTransport()
 
 
 def connection_model(connection, model="", environ=None, transport=None, settings=None):
