@@ -16,6 +16,7 @@ the transaction begins, and waits up to the busy timeout for it, so writers queu
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from contextlib import contextmanager
 
@@ -53,6 +54,89 @@ def write_transaction(db):
         db.conn.execute("COMMIT")
     except BaseException:
         db.rollback()
+        raise
+
+
+class _Write:
+    def __init__(self, write):
+        self.write = write
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+
+
+class _GroupCommit:
+    """The writes waiting to be committed to one database file, and whether a request is committing them."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.waiting = []
+        self.committing = False
+
+
+_groups = {}  # database path -> _GroupCommit
+_groups_lock = threading.Lock()
+
+
+def write_together(db, write):
+    """`write(db)`, committed in one write transaction with the writes other requests of this process hand in at
+    the same moment (a group commit); its result. Each request returns only once its own write is committed, so an
+    answer never names a run a crash could lose; the transaction's cost (the write lock, the commit writing every
+    page it changed to the WAL) is paid once for the group. A write that raises fails alone.
+
+    The first request to hand one in commits: it lets the other requests that are ready run first (under gevent,
+    those whose answer came in meanwhile), so they can join, then commits on its connection whatever has come in.
+    Inside a transaction already, or on a database without a file, the write runs on its own."""
+    path = None if db.conn.in_transaction else db.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        with write_transaction(db):
+            return write(db)
+    with _groups_lock:
+        group = _groups.setdefault(path, _GroupCommit())
+    mine = _Write(write)
+    with group.lock:
+        group.waiting.append(mine)
+        commits = not group.committing
+        group.committing = True
+    if commits:
+        time.sleep(0)  # the requests ready to run now hand in their writes first
+        _commit_waiting(db, group)
+    mine.done.wait()
+    if mine.error is not None:
+        raise mine.error
+    return mine.result
+
+
+def _commit_waiting(db, group):
+    """Commit what the group's requests hand in, until none is waiting: each write in a savepoint of its own."""
+    batch = []
+    try:
+        while True:
+            with group.lock:
+                batch, group.waiting = group.waiting, []
+                if not batch:
+                    group.committing = False
+                    return
+            with write_transaction(db):
+                for pending in batch:
+                    try:
+                        with write_transaction(db):
+                            pending.result = pending.write(db)
+                    except Exception as error:  # noqa: BLE001 - the request whose write it was raises it
+                        pending.error = error
+            for pending in batch:
+                pending.done.set()
+    except BaseException as error:  # the commit failed, or its request was stopped: so did every write it held
+        with group.lock:
+            batch += group.waiting
+            group.waiting = []
+            group.committing = False
+        if not isinstance(error, Exception):
+            error = sqlite3.OperationalError("The write was not committed: the request committing it was stopped.")
+        for pending in batch:
+            if not pending.done.is_set():
+                pending.error = error
+                pending.done.set()
         raise
 
 

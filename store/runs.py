@@ -19,7 +19,7 @@ from engine.types import ABANDONED, AWAITING, FINISHED, INTERRUPTED, RUNNING
 
 from . import get_row, history, insert_row, now, select_rows
 from . import log as log_store
-from .db import write_transaction
+from .db import write_together, write_transaction
 from .run_charts import chart_columns
 from .run_format import run_from_row, stored_row
 
@@ -65,13 +65,18 @@ def _row(run):
 
 
 def save_run(db, run):
-    """Store a run and its log entries in one transaction; returns the run with `id` and `created_at`."""
+    """Store a run and its log entries together (store.db.write_together); returns the run with `id` and
+    `created_at`."""
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
-    with write_transaction(db):
-        run_id = insert_row(db, "runs", {**_row(result), "created_at": created_at})
+    row = {**_row(result), "created_at": created_at}
+
+    def write(db):
+        run_id = insert_row(db, "runs", row)
         log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=created_at)
-    return {"id": run_id, **result, "created_at": created_at}
+        return run_id
+
+    return {"id": write_together(db, write), **result, "created_at": created_at}
 
 
 def insert_started_run(db, run, loop_state, lease_until):
@@ -190,15 +195,18 @@ def continue_run(db, run_id, run, conversation_key, new_log):
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     row = _row(result)
     assignments = ", ".join(f"{column} = ?" for column in row)
-    with write_transaction(db):
+
+    def write(db):
         updated = db.execute(
             f"UPDATE runs SET {assignments} WHERE id = ? AND conversation_key = ? RETURNING created_at",
             [*row.values(), run_id, conversation_key],
         ).fetchone()
-        if updated is None:
-            return None
-        log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
-    return {"id": run_id, **result, "created_at": updated[0]}
+        if updated is not None:
+            log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
+        return updated
+
+    updated = write_together(db, write)
+    return None if updated is None else {"id": run_id, **result, "created_at": updated[0]}
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):

@@ -38,7 +38,8 @@ def upstream():
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, upstream):
-    """The app as `make run` serves it, with an agent whose provider connection is the held upstream."""
+    """(the base URL of the app as `make run` serves it, its database file), with an agent whose provider connection
+    is the held upstream."""
     folder = tmp_path_factory.mktemp("served")
     database = str(folder / "toolgate.db")
     create_app({"DATABASE": database, "SECRET_KEY": "serving load"}, instance_path=str(folder))
@@ -51,7 +52,7 @@ def served(tmp_path_factory, upstream):
         db.close()
     app = AppProcess(MAKE_RUN, database, folder / "server.log", **{KEY_VARIABLE: "sk-held"})
     try:
-        yield app.ready()
+        yield app.ready(), database
         assert app.process.poll() is None, "the server exited under load"
     finally:
         app.stop()
@@ -87,12 +88,24 @@ def _in_a_thread(coroutine):
 
 
 def test_hundreds_of_requests_waiting_on_their_model_leave_the_pages_answering(served, upstream):
-    page, waiting, answers = _in_a_thread(_held_requests_and_a_page(served, upstream))
+    base_url, database = served
+    page, waiting, answers = _in_a_thread(_held_requests_and_a_page(base_url, upstream))
 
     assert page.status_code == 200 and "Held" in page.text
     assert waiting == HELD  # the page was answered while every proxied request was still held upstream
     assert [answer.status_code for answer in answers] == [200] * HELD
     assert {answer.json()["choices"][0]["message"]["tool_calls"][0]["id"] for answer in answers} == {"call_1"}
+    # Answered together, recorded together (store.db.write_together): each answer names a run of its own, stored.
+    run_ids = {int(answer.headers["X-Toolgate-Run"]) for answer in answers}
+    assert len(run_ids) == HELD
+    db = open_db(database)
+    try:
+        stored = {row["id"]: row for row in db.query("SELECT id, source, agent_id FROM runs")}
+    finally:
+        db.close()
+    assert {run_id: (stored[run_id]["source"], stored[run_id]["agent_id"]) for run_id in run_ids} == {
+        run_id: ("proxy", "held") for run_id in run_ids
+    }
 
 
 def _open_idle(base_url, count):
@@ -133,9 +146,10 @@ def _still_open(connection):
 
 
 def test_idle_keep_alive_connections_beyond_a_hundred_do_not_keep_another_client_out(served):
-    idle = _open_idle(served, IDLE)
+    base_url, _ = served
+    idle = _open_idle(base_url, IDLE)
     try:
-        with httpx2.Client(base_url=served, timeout=BOUND) as other:
+        with httpx2.Client(base_url=base_url, timeout=BOUND) as other:
             answer = other.get("/agents")
         assert answer.status_code == 200
         open_still = sum(_still_open(connection) for connection in idle)

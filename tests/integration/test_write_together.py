@@ -1,0 +1,121 @@
+"""Writes handed in at the same moment by many requests are committed together (store.db.write_together), each on
+the database when its request goes on, and one that fails fails alone. Real threads, each with its own connection
+to one database file, as the server's requests have; gunicorn's gevent workers are covered in
+test_serving_load.py (200 proxied runs recorded at once)."""
+
+import threading
+import time
+
+import pytest
+
+from app import create_app
+from store import runs as run_store
+from store.db import open_db, write_together
+from tests.live_http import all_at_once
+
+THREADS = 24
+
+
+@pytest.fixture
+def database(tmp_path):
+    path = str(tmp_path / "toolgate.db")
+    create_app({"DATABASE": path, "SECRET_KEY": "write together"}, instance_path=str(tmp_path))
+    db = open_db(path)
+    db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)")
+    db.close()
+    return path
+
+
+def _connection_per_thread(path):
+    local = threading.local()
+
+    def connection():
+        if not hasattr(local, "db"):
+            local.db = open_db(path, any_thread=True)
+        return local.db
+
+    return connection
+
+
+def _stored_notes(path):
+    db = open_db(path)
+    try:
+        return {row["text"] for row in db.query("SELECT text FROM notes")}
+    finally:
+        db.close()
+
+
+def _note(text, slow=False, first=None):
+    """A write of the note `text`, after the note `first` if given (a write of two statements)."""
+
+    def write(db):
+        if slow:  # the first write of a group holds its transaction while the others come in
+            time.sleep(0.05)
+        if first is not None:
+            db.execute("INSERT INTO notes (text) VALUES (?)", [first])
+        return db.execute("INSERT INTO notes (text) VALUES (?)", [text]).lastrowid
+
+    return write
+
+
+def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_stored(database):
+    connection = _connection_per_thread(database)
+
+    def save(number):
+        run = {"agent_id": "canvas", "message": f"request {number}", "stop_reason": "answered", "rounds": []}
+        saved = run_store.save_run(connection(), run)
+        return saved["id"], run_store.get_run(connection(), saved["id"])["message"]
+
+    saved = all_at_once(save, range(THREADS))
+
+    assert len({run_id for run_id, _ in saved}) == THREADS
+    assert sorted(message for _, message in saved) == sorted(f"request {number}" for number in range(THREADS))
+
+
+def test_each_write_is_committed_before_its_request_goes_on(database):
+    """What a request reads back on another connection right after its write returns is there."""
+    connection = _connection_per_thread(database)
+
+    def write_then_read_elsewhere(number):
+        note_id = write_together(connection(), _note(f"note {number}", slow=number == 0))
+        reader = open_db(database)
+        try:
+            return reader.execute("SELECT text FROM notes WHERE id = ?", [note_id]).fetchone()[0]
+        finally:
+            reader.close()
+
+    assert all_at_once(write_then_read_elsewhere, range(THREADS)) == [f"note {number}" for number in range(THREADS)]
+
+
+def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database):
+    connection = _connection_per_thread(database)
+    db = open_db(database)
+    db.execute("INSERT INTO notes (text) VALUES ('taken')")
+    db.close()
+
+    def write(number):
+        text = "taken" if number % 3 == 0 else f"note {number}"  # every third breaks the UNIQUE constraint
+        try:
+            write_together(connection(), _note(text, slow=number == 1, first=f"before {number}"))
+        except Exception as error:  # noqa: BLE001 - which error each request got is the assertion
+            return type(error).__name__
+        return "committed"
+
+    outcomes = all_at_once(write, range(THREADS))
+
+    assert outcomes == ["IntegrityError" if number % 3 == 0 else "committed" for number in range(THREADS)]
+    committed = [number for number in range(THREADS) if number % 3]
+    assert _stored_notes(database) == {"taken"} | {f"{part} {n}" for n in committed for part in ("before", "note")}
+
+
+def test_a_write_inside_a_transaction_joins_it_and_goes_with_its_rollback(database):
+    db = open_db(database)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        write_together(db, _note("inside"))
+        assert db.conn.in_transaction
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+
+    assert _stored_notes(database) == set()
