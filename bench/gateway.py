@@ -7,8 +7,12 @@ at once). The clients are httpx2's async client in this process: each request on
 after the answer; then the same with clients that keep their connections open, as SDK clients do. Measured beside
 the bursts: `GET /agents` loaded one request after the other during the largest burst (p95), the server's CPU time
 over the requests it served (user + system of its processes, from /proc), its peak memory (resident set, the sum
-of its processes), a streamed answer of 40 chunks over 2 s (first and last token, p50), and one request at a time
-against a model that answers at once (the latency the proxy adds).
+of its processes), a streamed answer of 40 chunks over 2 s (its first and last text and the end of the response,
+p50), and one request at a time against a model that answers at once (the latency the proxy adds).
+
+Beside Toolgate, for the CPU per request, the streams and one request at a time: bench.proxy_floor served the same
+way (Flask, the SDK through engine.http_transport, one SQLite row; nothing of Toolgate's), the floor of this stack
+under any proxy built on it. What Toolgate adds above that floor is its own work.
 
 `python -m bench.gateway [--servers make-run,waitress-32] [--sizes 100,300,1000]`: `waitress-32` is how `make run`
 served the app before (waitress, 32 threads), measured in the same run for the before and after.
@@ -28,7 +32,7 @@ import httpx2
 from tests.live_http import MAKE_RUN, AppProcess
 
 from .concurrency import WAITRESS_32, percentile
-from .proxy import AGENT_ID, KEY_VARIABLE, MESSAGES, PLACE, prepare
+from .proxy import AGENT_ID, FLOOR_SERVER, KEY_VARIABLE, MESSAGES, PLACE, prepare
 
 SIZES = (100, 300, 1000)
 KEEP_ALIVE_SIZE = 300
@@ -101,19 +105,21 @@ async def burst(url, size, keep_alive, model="bench-1s"):
 
 
 async def _stream(client, url):
-    """(seconds to the first text, seconds to the end) of one streamed answer; None when it failed."""
+    """(seconds to the first text, to the last text, to the end of the response) of one streamed answer; None when
+    it failed. The end comes after the finish reason, the usage and `[DONE]`: through the proxy, once the run is
+    recorded too."""
     started = time.perf_counter()
-    first = None
+    texts = []
     try:
         async with client.stream("POST", url, json=_body("stream-2s", stream=True)) as response:
             if response.status_code != 200:
                 return None
             async for line in response.aiter_lines():
-                if first is None and _has_text(line):
-                    first = time.perf_counter() - started
+                if _has_text(line):
+                    texts.append(time.perf_counter() - started)
     except httpx2.HTTPError:
         return None
-    return None if first is None else (first, time.perf_counter() - started)
+    return (texts[0], texts[-1], time.perf_counter() - started) if texts else None
 
 
 def _has_text(line):
@@ -127,7 +133,7 @@ async def streamed(url, size=STREAMED):
     async with httpx2.AsyncClient(limits=httpx2.Limits(max_connections=None), timeout=REQUEST_TIMEOUT) as client:
         results = await asyncio.gather(*(_stream(client, url) for _ in range(size)))
     done = [result for result in results if result is not None]
-    return [first for first, _ in done], [last for _, last in done], size - len(done)
+    return [list(figure) for figure in zip(*done, strict=True)] if done else [[], [], []], size - len(done)
 
 
 async def one_at_a_time(urls, requests=ONE_AT_A_TIME):
@@ -169,44 +175,61 @@ def burst_with_pages(base_url, url, size):
         return figures, *pages.result()
 
 
+def _cpu_per_request(pid, url, sizes):
+    """Bursts of each size but the largest, sent to `url`: the server's CPU time over them, per request (ms)."""
+    cpu, requests = cpu_seconds(pid), 0
+    for size in sizes:
+        asyncio.run(burst(url, size, keep_alive=False))
+        requests += size
+    return (cpu_seconds(pid) - cpu) / max(requests, 1) * 1000
+
+
 def measure(server, folder, upstream_url, sizes):
-    """Every figure of one server: {name: (direct, through)} for the ratios, and the server's own figures."""
+    """Every figure of one server, and of the floor (bench.proxy_floor) served the same way: {name: (direct,
+    Toolgate)} for the bursts, and for the streams and one request at a time (direct, the floor, Toolgate)."""
     database = prepare(folder, upstream_url, f"{server}.db")
     app = AppProcess(SERVERS[server], database, f"{folder}/{server}.log", **{KEY_VARIABLE: "sk-bench-upstream"})
+    floor_environment = {"FLOOR_UPSTREAM_URL": f"{upstream_url}/v1", "FLOOR_DATABASE": f"{folder}/floor.db"}
+    floor = AppProcess(FLOOR_SERVER, database, f"{folder}/floor.log", ready_path="/ready", **floor_environment)
     try:
         base_url = app.ready()
         proxy = f"{base_url}/proxy/{AGENT_ID}/v1/chat/completions"
+        floor_url = f"{floor.ready()}/v1/chat/completions"
         direct = f"{upstream_url}/v1/chat/completions"
         pid = app.process.pid
         at_start = resident_mb(pid, "VmRSS")
         for _ in range(WARM_UP_BURSTS):  # each worker process imports the SDK and builds its client once
-            asyncio.run(burst(proxy, WARM_UP, keep_alive=False, model="instant"))
-        pairs, own = {}, {"requests": 0, "cpu": 0.0}
+            for url in (proxy, floor_url):
+                asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant"))
+        pairs = {}
         for size in sizes:
             alone = asyncio.run(burst(direct, size, keep_alive=False))
             if size == max(sizes):
                 through, pages, page_failures = burst_with_pages(base_url, proxy, size)
             else:
-                cpu = cpu_seconds(pid)
                 through = asyncio.run(burst(proxy, size, keep_alive=False))
-                own["cpu"] += cpu_seconds(pid) - cpu
-                own["requests"] += size
             pairs[f"N = {size}"] = (alone, through)
         pairs[f"N = {KEEP_ALIVE_SIZE}, keep-alive"] = tuple(
             asyncio.run(burst(url, KEEP_ALIVE_SIZE, keep_alive=True)) for url in (direct, proxy)
         )
-        streams = (asyncio.run(streamed(direct)), asyncio.run(streamed(proxy)))
-        alone = asyncio.run(one_at_a_time([direct, proxy]))
+        smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
+        cpu_ms = tuple(
+            _cpu_per_request(process.process.pid, url, smaller) for process, url in ((floor, floor_url), (app, proxy))
+        )
+        streams = tuple(asyncio.run(streamed(url)) for url in (direct, floor_url, proxy))
+        alone = asyncio.run(one_at_a_time([direct, floor_url, proxy]))
         return {
             "pairs": pairs,
             "pages": (pages, page_failures, max(sizes)),
-            "cpu_ms": own["cpu"] / max(own["requests"], 1) * 1000,
+            "cpu_ms": cpu_ms,
+            "cpu_sizes": smaller,
             "memory": (at_start, resident_mb(pid)),
             "streams": streams,
-            "alone": (alone[direct], alone[proxy]),
+            "alone": (alone[direct], alone[floor_url], alone[proxy]),
         }
     finally:
         app.stop()
+        floor.stop()
 
 
 def _seconds_row(label, direct, through, unit=1.0, suffix=""):
@@ -214,6 +237,17 @@ def _seconds_row(label, direct, through, unit=1.0, suffix=""):
     print(
         f"    {label:32s} {direct * unit:9.2f} {name:2s} {through * unit:9.2f} {name:2s} "
         f"{through / direct:7.2f}x{suffix}"
+    )
+
+
+def _added_row(label, direct, floor, through, share, unit="ms"):
+    """Latencies over direct at a percentile: the floor's, Toolgate's, and Toolgate's own (less the floor)."""
+    base = percentile(direct, share)
+    added_floor = (percentile(floor, share) - base) * 1000
+    added = (percentile(through, share) - base) * 1000
+    print(
+        f"    {label:32s} {base * 1000:9.2f} {unit:2s}   floor {added_floor:+7.2f} ms   Toolgate {added:+7.2f} ms"
+        f"   Toolgate's own {added - added_floor:+7.2f} ms"
     )
 
 
@@ -229,21 +263,25 @@ def print_figures(server, figures):
         f"    GET /agents during N = {size}: p50 {percentile(pages, 0.5) * 1000:.1f} ms, "
         f"p95 {percentile(pages, 0.95) * 1000:.1f} ms ({len(pages)} requests, {page_failures} failed)"
     )
-    print(f"    CPU per proxied request: {figures['cpu_ms']:.2f} ms (the server's CPU time over the requests served)")
+    floor_cpu, cpu = figures["cpu_ms"]
+    sizes = " and ".join(map(str, figures["cpu_sizes"]))
+    print(
+        f"    CPU per proxied request (N = {sizes}): Toolgate {cpu:.2f} ms, the floor {floor_cpu:.2f} ms, "
+        f"Toolgate's own {cpu - floor_cpu:+.2f} ms (the server's CPU time over the requests served)"
+    )
     at_start, peak = figures["memory"]
     print(f"    memory: {peak:.0f} MB at the peak, {at_start:.0f} MB at start (resident, all its processes)")
-    (direct_first, direct_last, direct_failed), (first, last, failed) = figures["streams"]
-    for label, ours, theirs in (("first token", first, direct_first), ("last token", last, direct_last)):
-        difference = (percentile(ours, 0.5) - percentile(theirs, 0.5)) * 1000
-        _seconds_row(
-            f"streamed, {label}, p50", percentile(theirs, 0.5), percentile(ours, 0.5), 1000, f"   {difference:+.1f} ms"
-        )
-    print(f"    streamed: {STREAMED} at once, 40 chunks over 2 s; failed: {direct_failed} direct, {failed} through")
-    direct, through = figures["alone"]
+    print(f"    {'':32s} {'direct':>12s}   added over direct")
+    (direct_figures, direct_failed), (floor_figures, floor_failed), (figures_through, failed) = figures["streams"]
+    labels = ("first token", "last token", "end of response")
+    for label, *streams in zip(labels, direct_figures, floor_figures, figures_through, strict=True):
+        _added_row(f"streamed, {label}, p50", *streams, 0.5)
+    print(
+        f"    streamed: {STREAMED} at once, 40 chunks over 2 s; failed: {direct_failed} direct, {floor_failed} floor, "
+        f"{failed} through"
+    )
     for share in (0.5, 0.95):
-        added = (percentile(through, share) - percentile(direct, share)) * 1000
-        label = f"one at a time, p{round(share * 100)}"
-        _seconds_row(label, percentile(direct, share), percentile(through, share), 1000, f"   {added:+.2f} ms")
+        _added_row(f"one at a time, p{round(share * 100)}", *figures["alone"], share)
 
 
 def report(servers=("make-run",), sizes=SIZES):
