@@ -10,6 +10,7 @@ which needs no CSRF token: a browser sends such a request cross-site only after 
 answer.
 """
 
+import re
 from urllib.parse import unquote_to_bytes
 
 from flask import request
@@ -99,14 +100,23 @@ def refuse_text_that_is_not_unicode():
     return _refuse(name, "is not valid UTF-8 text") if name is not None else None
 
 
+# What in JSON text can parse into a value json_value_problem refuses: an escape of a surrogate (a lone one, or half
+# of a pair, which is fine), or NaN and Infinity (in a string, too: the walk then decides). A body without any is
+# not walked: a proxied conversation is sent whole with every request, and walking it grew with its length.
+_MAYBE_REFUSED = re.compile(rb"\\u[dD][89a-fA-F]|NaN|Infinity")
+
+
 def _json_problem():
-    if not _is_utf8(request.get_data()):
+    data = request.get_data()
+    if not _is_utf8(data):
         return _refuse("body", "is not valid UTF-8 text")
     try:
-        data = request.get_json(silent=True)
+        value = request.get_json(silent=True)  # parsed once: the view gets this value
     except RecursionError:
         return _refuse("body", "is nested too deeply to be read")
-    problem = json_value_problem(data, max_depth=None)  # how deep a field may go is the field's business
+    if not _MAYBE_REFUSED.search(data):
+        return None
+    problem = json_value_problem(value, max_depth=None)  # how deep a field may go is the field's business
     return _refuse(problem[0].removeprefix(".") or "body", problem[1]) if problem else None
 
 
