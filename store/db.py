@@ -10,7 +10,9 @@ lock included: a write transaction never waits on the network (nothing in store/
 `write_transaction(db)` is the only way store/ writes. sqlite-utils' `db.atomic()` begins a deferred transaction
 and then reads the schema inside it; when another connection commits in between, the upgrade to a write lock
 fails at once with "database is locked", whatever the busy timeout. `BEGIN IMMEDIATE` takes the write lock when
-the transaction begins, and waits up to the busy timeout for it, so writers queue instead of failing.
+the transaction begins, and waits up to the busy timeout for it, so writers queue instead of failing. A write that
+many requests make at the same moment (a run recorded) goes through `write_together(db, write)`, which commits them
+in one transaction of that kind.
 """
 
 import os

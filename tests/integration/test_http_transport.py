@@ -100,13 +100,18 @@ def test_requests_one_after_the_other_share_one_connection():
 
 
 def test_a_connection_the_server_closed_while_idle_is_replaced_not_failed():
+    closed = threading.Event()
+
     def answer(connection, head, body, number):
         connection.sendall(_response(json.dumps(ANSWER).encode()))
-        return False  # closes the connection without saying so, as a server's idle timeout does
+        connection.close()  # without saying so in the answer, as a server's idle timeout does
+        closed.set()
+        return False
 
     with raw_server(answer) as (port, accepted, _):
         model = _model(port, "closed-idle")
         assert model.post(_body()) == ANSWER
+        assert closed.wait(timeout=10)
         assert model.post(_body()) == ANSWER  # max_retries 0: the closed connection is not used at all
 
     assert len(accepted) == 2
