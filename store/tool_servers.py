@@ -12,7 +12,6 @@ one still loads, and the gate answers a call of it `unknown_tool`."""
 import json
 import re
 import shlex
-from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import urlparse
 
@@ -22,7 +21,7 @@ from engine.tools.mcp import SEPARATOR, ServerConnection, registry_name, server_
 
 from . import NotFound, ValidationError, get_row, now, row_exists, select_rows
 from .db import write_transaction
-from .providers import ENV_NAME_PATTERN, HEADER_NAME_PATTERN, KEY_SUFFIX, URL_MAX, key_variable_allowed
+from .providers import ENV_NAME_PATTERN, HEADER_NAME_PATTERN, KEY_SUFFIX, URL_MAX, KeyEnviron, key_variable_allowed
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 ID_MAX = 32
@@ -232,24 +231,9 @@ def _registry(base, rows, environ):
     return ToolRegistry(tools.values(), vanished=[*base.vanished_names(), *vanished])
 
 
-class SecretEnviron(Mapping):
+class SecretEnviron(KeyEnviron):
     """Where header secrets are read when a call is made: the variables of `environ` a header may name (the provider
     key rule). Hashable by identity, so one per app can key the registry cache."""
-
-    def __init__(self, environ, key_variables=()):
-        self._environ = environ
-        self._key_variables = tuple(key_variables)
-
-    def __getitem__(self, name):
-        if not key_variable_allowed(name, self._key_variables):
-            raise KeyError(name)
-        return self._environ[name]
-
-    def __iter__(self):
-        return (name for name in self._environ if key_variable_allowed(name, self._key_variables))
-
-    def __len__(self):
-        return sum(1 for _ in self)
 
     __hash__ = object.__hash__
 
