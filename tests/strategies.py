@@ -1,5 +1,5 @@
 """Hypothesis strategies the property tests share: one strategy for a tool's settings, so a setting added to SPEC §4
-is drawn everywhere by adding it here once."""
+is drawn everywhere by adding it here once; and the hostile text and JSON the bad-input tests send."""
 
 from hypothesis import strategies as st
 
@@ -25,4 +25,23 @@ def tool_settings(optional=(), required=(), **values):
     return st.fixed_dictionaries(
         {**{key: strategies[key] for key in required}, **extra},
         optional={key: strategies[key] for key in optional},
+    )
+
+
+# Lone surrogates: Python strings may hold them ("\ud800" in JSON), UTF-8 and SQLite may not.
+SURROGATES = st.sampled_from(["\ud800", "\udfff"])
+
+
+def hostile_text(*words):
+    """Short text that may hold a lone surrogate, or one of `words` (the names the code under test looks for)."""
+    return st.text(st.characters() | SURROGATES, max_size=8) | st.sampled_from(["", *words])
+
+
+def hostile_json(text):
+    """Any JSON-shaped value, NaN and Infinity included, its strings and keys drawn from `text`."""
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | text
+    return st.recursive(
+        scalars,
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(text, children, max_size=3),
+        max_leaves=8,
     )

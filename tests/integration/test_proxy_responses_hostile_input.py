@@ -1,6 +1,6 @@
 """The policy proxy's Responses API fed generated bodies: any items, tools and settings (lone surrogates, NaN, odd
-shapes, references to nothing). Never a server error (the test app lets exceptions through); every refusal is a
-4xx in OpenAI's error shape and stores no run; every answer is a response object or its event stream."""
+shapes, references to nothing). Never a server error; every refusal is a 4xx in OpenAI's error shape and stores no
+run; every answer is a response object or its event stream (tests/proxy_hostile.py)."""
 
 import json
 
@@ -8,14 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import make_app
+from tests.proxy_hostile import hostile_client, post_answered_or_refused
+from tests.strategies import hostile_json, hostile_text
 
-SURROGATES = st.sampled_from(["\ud800", "\udfff"])
-text = st.text(st.characters() | SURROGATES, max_size=8) | st.sampled_from(["", "user", "assistant", "note", "resp_x"])
-scalars = st.none() | st.booleans() | st.integers() | st.floats() | text
-json_values = st.recursive(
-    scalars, lambda children: st.lists(children, max_size=3) | st.dictionaries(text, children, max_size=3), max_leaves=8
-)
+text = hostile_text("user", "assistant", "note", "resp_x")
+json_values = hostile_json(text)
 item_types = st.sampled_from(["message", "function_call", "function_call_output", "item_reference", "reasoning"])
 parts = st.lists(
     st.fixed_dictionaries(
@@ -67,33 +64,17 @@ bodies = st.fixed_dictionaries(
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    app = make_app(tmp_path_factory.mktemp("responses_hostile"))
-    client = app.test_client()
-    agent = {"label": "Chat", "client_tools": {"note": {"restrict_multiple_calls": True}}, "script": []}
-    assert client.put("/api/agents/chat", json=agent).status_code == 201
-    return client
-
-
-def runs(client):
-    return client.get("/api/runs").json["total"]
-
-
-def check(client, response, before):
-    assert response.status_code < 500
-    if response.status_code >= 400:
-        assert set(response.json["error"]) == {"message", "type", "param", "code"}
-        assert runs(client) == before
-    elif response.mimetype == "application/json":
-        assert response.json["object"] == "response" and response.json["id"].startswith("resp_")
-        assert response.headers["X-Toolgate-Run"]
-    else:
-        assert response.get_data(as_text=True).startswith("event: response.created\n")
+    return hostile_client(tmp_path_factory.mktemp("responses_hostile"))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies)
 def test_any_json_body_is_answered_or_refused_in_openais_shape(client, body):
-    before = runs(client)
-    data = json.dumps(body).encode("utf-8", "surrogatepass")
-    response = client.post("/proxy/chat/v1/responses", data=data, content_type="application/json")
-    check(client, response, before)
+    post_answered_or_refused(
+        client,
+        "/proxy/chat/v1/responses",
+        json.dumps(body).encode("utf-8", "surrogatepass"),
+        refused=lambda body: set(body["error"]) == {"message", "type", "param", "code"},
+        answered=lambda body: body["object"] == "response" and body["id"].startswith("resp_"),
+        streamed=lambda text: text.startswith("event: response.created\n"),
+    )

@@ -9,16 +9,10 @@ from hypothesis import strategies as st
 
 from blueprints.request_checks import _MAYBE_REFUSED
 from engine.config import json_value_problem
-
-SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
-TEXT = st.text(st.one_of(st.characters(), SURROGATES), max_size=8)
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), TEXT)
-VALUES = st.recursive(
-    SCALARS, lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(TEXT, children, max_size=4))
-)
+from tests.strategies import hostile_json, hostile_text
 
 
-@given(VALUES, st.booleans())
+@given(hostile_json(hostile_text()), st.booleans())
 def test_a_body_the_prefilter_lets_through_has_nothing_the_walk_would_refuse(value, ensure_ascii):
     try:
         data = json.dumps(value, ensure_ascii=ensure_ascii).encode("utf-8")
