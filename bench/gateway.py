@@ -176,7 +176,7 @@ def burst_with_pages(base_url, url, size):
 
 
 def _cpu_per_request(pid, url, sizes):
-    """Bursts of each size but the largest, sent to `url`: the server's CPU time over them, per request (ms)."""
+    """A burst of each of `sizes` sent to `url`: the server's CPU time over them, per request (ms)."""
     cpu, requests = cpu_seconds(pid), 0
     for size in sizes:
         asyncio.run(burst(url, size, keep_alive=False))

@@ -24,7 +24,8 @@ CHUNK_BYTES = 65536
 # closed when their response ends instead of kept.
 IDLE_CONNECTIONS = 1000
 
-# Most specific first: urllib3 makes a refused connection a kind of connect timeout, which it is not.
+# Most specific first: urllib3 makes a refused connection a kind of connect timeout, which it is not. Any other
+# urllib3 error is a transport error. (With retries=False urllib3 raises each error itself, never MaxRetryError.)
 _ERRORS = (
     (urllib3_errors.NewConnectionError, httpx2.ConnectError),
     (urllib3_errors.ConnectTimeoutError, httpx2.ConnectTimeout),
@@ -32,7 +33,6 @@ _ERRORS = (
     (urllib3_errors.ProxyError, httpx2.ProxyError),
     (urllib3_errors.SSLError, httpx2.ConnectError),
     (urllib3_errors.ProtocolError, httpx2.RemoteProtocolError),
-    (urllib3_errors.HTTPError, httpx2.TransportError),
 )
 
 
@@ -41,11 +41,8 @@ def _as_httpx_errors(request):
     try:
         yield
     except urllib3_errors.HTTPError as error:
-        cause = error.reason if isinstance(error, urllib3_errors.MaxRetryError) else error
-        for raised, mapped in _ERRORS:
-            if isinstance(cause, raised):
-                raise mapped(str(cause), request=request) from error
-        raise httpx2.TransportError(str(cause), request=request) from error
+        mapped = next((mapped for raised, mapped in _ERRORS if isinstance(error, raised)), httpx2.TransportError)
+        raise mapped(str(error), request=request) from error
 
 
 class _ResponseBody(httpx2.SyncByteStream):
