@@ -110,15 +110,17 @@ def write_together(db, write):
 
 
 def _commit_waiting(db, group):
-    """Commit what the group's requests hand in, until none is waiting: each write in a savepoint of its own."""
-    batch = []
-    try:
-        while True:
-            with group.lock:
-                batch, group.waiting = group.waiting, []
-                if not batch:
-                    group.committing = False
-                    return
+    """Commit what the group's requests hand in, until none is waiting: each write in a savepoint of its own. A
+    commit that fails fails the writes it held, each request raising the error itself. A request stopped while it
+    commits (gevent stops a greenlet with an exception that is not an Exception) fails those, and the writes still
+    waiting, which no request would commit any more, and stops."""
+    while True:
+        with group.lock:
+            batch, group.waiting = group.waiting, []
+            if not batch:
+                group.committing = False
+                return
+        try:
             with write_transaction(db):
                 for pending in batch:
                     try:
@@ -126,20 +128,21 @@ def _commit_waiting(db, group):
                             pending.result = pending.write(db)
                     except Exception as error:  # noqa: BLE001 - the request whose write it was raises it
                         pending.error = error
+        except Exception as error:  # noqa: BLE001 - the commit failed: so did every write it held
             for pending in batch:
-                pending.done.set()
-    except BaseException as error:  # the commit failed, or its request was stopped: so did every write it held
-        with group.lock:
-            batch += group.waiting
-            group.waiting = []
-            group.committing = False
-        if not isinstance(error, Exception):
-            error = sqlite3.OperationalError("The write was not committed: the request committing it was stopped.")
-        for pending in batch:
-            if not pending.done.is_set():
                 pending.error = error
+        except BaseException:
+            stopped = sqlite3.OperationalError("The write was not committed: the request committing it was stopped.")
+            with group.lock:
+                batch += group.waiting
+                group.waiting = []
+                group.committing = False
+            for pending in batch:
+                pending.error = stopped
                 pending.done.set()
-        raise
+            raise
+        for pending in batch:
+            pending.done.set()
 
 
 def backup(db, path):

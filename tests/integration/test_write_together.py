@@ -119,3 +119,37 @@ def test_a_write_inside_a_transaction_joins_it_and_goes_with_its_rollback(databa
         db.close()
 
     assert _stored_notes(database) == set()
+
+
+class Stopped(BaseException):
+    """What stops a request mid-write from outside (gevent kills a greenlet with such an exception)."""
+
+
+def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiting(database):
+    connection = _connection_per_thread(database)
+
+    def stopping_write(db):
+        time.sleep(0.05)  # the other requests hand in their writes meanwhile
+        raise Stopped
+
+    def write(number):
+        try:
+            write_together(connection(), stopping_write if number == 0 else _note(f"note {number}"))
+        except Stopped:
+            return "stopped"
+        except Exception as error:  # noqa: BLE001 - which error each request got is the assertion
+            return str(error)
+        return "committed"
+
+    outcomes = all_at_once(write, range(THREADS), timeout=30)  # a write left waiting would hang here
+
+    assert outcomes.count("stopped") == 1  # raised where the commit was made, whichever request made it
+    assert set(outcomes) <= {
+        "stopped",
+        "committed",
+        "The write was not committed: the request committing it was stopped.",
+    }
+    committed = {f"note {number}" for number, outcome in enumerate(outcomes) if outcome == "committed"}
+    # The request that was stopped may have committed its own write in an earlier commit; no other write is stored
+    # unless its request was told so.
+    assert _stored_notes(database) - {f"note {outcomes.index('stopped')}"} == committed
