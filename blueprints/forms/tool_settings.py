@@ -71,21 +71,28 @@ class ToolSettingsForm(Form):
     arguments = arguments_field(None)  # each tool's own, from its schema: see _tools_field
 
     def settings(self):
-        argument_rules, argument_descriptions = argument_settings(self.arguments)
         return {
-            "restrict_multiple_calls": self.restrict_multiple_calls.data,
-            "multiple_call_error_message": posted_text(self.multiple_call_error_message.data),
-            "require_usage": self.require_usage.data,
+            **_shared_settings(self),
             "return_directly": self.return_directly.data,
-            "description_override": posted_text(self.description_override.data),
-            "max_calls_per_run": posted_whole_number(self.max_calls_per_run.data),
-            "max_identical_calls": posted_whole_number(self.max_identical_calls.data),
-            "argument_rules": argument_rules,
-            "argument_descriptions": argument_descriptions,
             "use_artifacts": self.use_artifacts.data,
             "progress_message": (self.progress_message.data or "").strip(),
             "require_approval": self.require_approval.data,
         }
+
+
+def _shared_settings(form):
+    """The settings, as posted, that a tool the server runs and one the client runs both have."""
+    argument_rules, argument_descriptions = argument_settings(form.arguments)
+    return {
+        "restrict_multiple_calls": form.restrict_multiple_calls.data,
+        "multiple_call_error_message": posted_text(form.multiple_call_error_message.data),
+        "require_usage": form.require_usage.data,
+        "description_override": posted_text(form.description_override.data),
+        "max_calls_per_run": posted_whole_number(form.max_calls_per_run.data),
+        "max_identical_calls": posted_whole_number(form.max_identical_calls.data),
+        "argument_rules": argument_rules,
+        "argument_descriptions": argument_descriptions,
+    }
 
 
 class ClientToolSettingsForm(Form):
@@ -114,17 +121,7 @@ class ClientToolSettingsForm(Form):
     arguments = arguments_field(None)  # one per argument named: see client_tools_field
 
     def settings(self):
-        argument_rules, argument_descriptions = argument_settings(self.arguments)
-        return {
-            "restrict_multiple_calls": self.restrict_multiple_calls.data,
-            "multiple_call_error_message": posted_text(self.multiple_call_error_message.data),
-            "require_usage": self.require_usage.data,
-            "description_override": posted_text(self.description_override.data),
-            "max_calls_per_run": posted_whole_number(self.max_calls_per_run.data),
-            "max_identical_calls": posted_whole_number(self.max_identical_calls.data),
-            "argument_rules": argument_rules,
-            "argument_descriptions": argument_descriptions,
-        }
+        return _shared_settings(self)
 
 
 def client_tools_field(client_tools):
