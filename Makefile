@@ -18,7 +18,7 @@ KEEP_ALIVE ?= 10
 BARE_HOST = $(HOST:[%]=%)
 BIND = $(if $(findstring :,$(BARE_HOST)),[$(BARE_HOST)],$(BARE_HOST)):$(PORT)
 
-.PHONY: run test bench peers lint chromium
+.PHONY: run test bench bench-peers peers lint chromium
 
 run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
@@ -32,6 +32,10 @@ test: $(INSTALLED_TEST) chromium
 
 bench: $(INSTALLED_TEST)
 	$(BIN)/python -m bench
+
+# The gateway benchmark with LiteLLM and Portkey beside Toolgate (`make bench` includes them only once installed).
+bench-peers: peers $(INSTALLED_TEST)
+	$(BIN)/python -m bench.gateway
 
 peers: $(PORTKEY_INSTALLED) $(LITELLM_INSTALLED)
 
