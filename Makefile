@@ -4,6 +4,11 @@ BIN := $(VENV)/bin
 # Serving needs requirements.txt only; the tests, the linter and the benchmarks add requirements-test.txt.
 INSTALLED := $(VENV)/.installed-requirements
 INSTALLED_TEST := $(VENV)/.installed-requirements-test
+# The gateways bench.gateway measures beside Toolgate when they are installed (`make peers`), each with its own
+# dependencies under .peers/: the Portkey gateway (npm) and the LiteLLM proxy (a virtualenv of its own).
+PEERS := .peers
+PORTKEY_INSTALLED := $(PEERS)/portkey/.installed
+LITELLM_INSTALLED := $(PEERS)/litellm/.installed
 HOST ?= 127.0.0.1
 PORT ?= 5000
 WORKERS ?= 2
@@ -13,7 +18,7 @@ KEEP_ALIVE ?= 10
 BARE_HOST = $(HOST:[%]=%)
 BIND = $(if $(findstring :,$(BARE_HOST)),[$(BARE_HOST)],$(BARE_HOST)):$(PORT)
 
-.PHONY: run test bench lint chromium
+.PHONY: run test bench bench-peers peers lint chromium
 
 run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
@@ -29,6 +34,12 @@ test: $(INSTALLED_TEST) chromium
 bench: $(INSTALLED_TEST)
 	$(BIN)/python -m bench
 
+# The gateway benchmark with LiteLLM and Portkey beside Toolgate (`make bench` includes them only once installed).
+bench-peers: peers $(INSTALLED_TEST)
+	$(BIN)/python -m bench.gateway
+
+peers: $(PORTKEY_INSTALLED) $(LITELLM_INSTALLED)
+
 lint: $(INSTALLED_TEST)
 	$(BIN)/ruff check .
 
@@ -41,6 +52,17 @@ $(INSTALLED_TEST): requirements.txt requirements-test.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-test.txt
 	touch $@ $(INSTALLED)
+
+$(PORTKEY_INSTALLED): bench/peers-portkey.json
+	mkdir -p $(PEERS)/portkey
+	cp bench/peers-portkey.json $(PEERS)/portkey/package.json
+	npm install --prefix $(PEERS)/portkey --ignore-scripts --no-audit --no-fund
+	touch $@
+
+$(LITELLM_INSTALLED): bench/peers-litellm.txt
+	test -x $(PEERS)/litellm/bin/python || python3 -m venv $(PEERS)/litellm
+	$(PEERS)/litellm/bin/pip install --quiet --disable-pip-version-check -r bench/peers-litellm.txt
+	touch $@
 
 # Playwright cannot download its own browser here: the end-to-end tests drive Debian's chromium.
 chromium:

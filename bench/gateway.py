@@ -14,6 +14,12 @@ Beside Toolgate, for the CPU per request, the streams and one request at a time:
 way (Flask, the SDK through engine.http_transport, one SQLite row; nothing of Toolgate's), the floor of this stack
 under any proxy built on it. What Toolgate adds above that floor is its own work.
 
+Beside Toolgate too, when `make peers` has installed them (bench.peers): the gateways a user would pick instead, the
+LiteLLM proxy and the Portkey gateway, each a process of its own pointed at the same model server, sent at each step
+what Toolgate is sent (the bursts, the kept-alive one, the CPU and memory, the streams, and one request at a time in
+the same alternation), each figure beside Toolgate's and, like it, a ratio to or an addition over direct. Without
+them, one line says which are not installed.
+
 `python -m bench.gateway [--servers make-run,waitress-32] [--sizes 100,300,1000]`: `waitress-32` is how `make run`
 served the app before (waitress, 32 threads), measured in the same run for the before and after.
 """
@@ -31,6 +37,7 @@ import httpx2
 
 from tests.live_http import MAKE_RUN, AppProcess
 
+from . import peers
 from .concurrency import WAITRESS_32, percentile
 from .proxy import AGENT_ID, FLOOR_SERVER, KEY_VARIABLE, MESSAGES, PLACE, prepare
 
@@ -82,36 +89,36 @@ def resident_mb(pid, field="VmHWM"):
     return total / 1024
 
 
-async def _ask(client, url, body):
+async def _ask(client, url, body, headers=None):
     """(seconds, whether it failed) of one chat completion."""
     started = time.perf_counter()
     try:
-        response = await client.post(url, json=body)
+        response = await client.post(url, json=body, headers=headers)
         failed = response.status_code != 200 or not response.json().get("choices")
     except (httpx2.HTTPError, ValueError):
         failed = True
     return time.perf_counter() - started, failed
 
 
-async def burst(url, size, keep_alive, model="bench-1s"):
+async def burst(url, size, keep_alive, model="bench-1s", headers=None):
     """`size` requests released together: (wall seconds, latencies, failures). Without keep-alive each request's
     connection closes after its answer; with it, every connection stays open, idle, until the burst ends."""
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None if keep_alive else 0)
     async with httpx2.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT) as client:
         started = time.perf_counter()
-        results = await asyncio.gather(*(_ask(client, url, _body(model)) for _ in range(size)))
+        results = await asyncio.gather(*(_ask(client, url, _body(model), headers) for _ in range(size)))
         wall = time.perf_counter() - started
     return wall, [seconds for seconds, _ in results], sum(failed for _, failed in results)
 
 
-async def _stream(client, url):
+async def _stream(client, url, headers=None):
     """(seconds to the first text, to the last text, to the end of the response) of one streamed answer; None when
     it failed. The end comes after the finish reason, the usage and `[DONE]`: through the proxy, once the run is
     recorded too."""
     started = time.perf_counter()
     texts = []
     try:
-        async with client.stream("POST", url, json=_body("stream-2s", stream=True)) as response:
+        async with client.stream("POST", url, json=_body("stream-2s", stream=True), headers=headers) as response:
             if response.status_code != 200:
                 return None
             async for line in response.aiter_lines():
@@ -129,21 +136,22 @@ def _has_text(line):
     return bool(choices[0].get("delta", {}).get("content"))
 
 
-async def streamed(url, size=STREAMED):
+async def streamed(url, size=STREAMED, headers=None):
     async with httpx2.AsyncClient(limits=httpx2.Limits(max_connections=None), timeout=REQUEST_TIMEOUT) as client:
-        results = await asyncio.gather(*(_stream(client, url) for _ in range(size)))
+        results = await asyncio.gather(*(_stream(client, url, headers) for _ in range(size)))
     done = [result for result in results if result is not None]
     return [list(figure) for figure in zip(*done, strict=True)] if done else [[], [], []], size - len(done)
 
 
-async def one_at_a_time(urls, requests=ONE_AT_A_TIME):
+async def one_at_a_time(urls, requests=ONE_AT_A_TIME, headers=None):
     """Requests to each URL in alternation, one at a time, on kept-alive connections, against the instant model:
-    {url: latencies}."""
+    {url: latencies}. `headers`: {url: the headers its requests carry}, for those that need some."""
     samples = {url: [] for url in urls}
+    headers = headers or {}
     async with httpx2.AsyncClient(timeout=REQUEST_TIMEOUT) as client:
         for _ in range(requests):
             for url in urls:
-                seconds, failed = await _ask(client, url, _body("instant"))
+                seconds, failed = await _ask(client, url, _body("instant"), headers.get(url))
                 assert not failed, url
                 samples[url].append(seconds)
     return samples
@@ -175,32 +183,94 @@ def burst_with_pages(base_url, url, size):
         return figures, *pages.result()
 
 
-def _cpu_per_request(pid, url, sizes):
+def _cpu_per_request(pid, url, sizes, headers=None):
     """A burst of each of `sizes` sent to `url`: the server's CPU time over them, per request (ms)."""
     cpu, requests = cpu_seconds(pid), 0
     for size in sizes:
-        asyncio.run(burst(url, size, keep_alive=False))
+        asyncio.run(burst(url, size, keep_alive=False, headers=headers))
         requests += size
     return (cpu_seconds(pid) - cpu) / max(requests, 1) * 1000
 
 
+class ServedPeers:
+    """The installed peers (bench.peers), each served beside Toolgate and sent what Toolgate is sent, step by step:
+    `figures` is {name: {"pairs": {burst: figures}, "cpu_ms", "memory", "streams", "alone"}}."""
+
+    def __init__(self):
+        self.served, self.urls, self.figures = [], {}, {}
+
+    def start(self, folder, upstream_url):
+        for peer in peers.installed():
+            self.served.append(peers.Served(peer, folder, upstream_url))
+
+    def ready(self):
+        for served in self.served:
+            name = served.peer.name
+            self.urls[name] = served.ready()
+            at_start = resident_mb(served.process.pid, "VmRSS")
+            self.figures[name] = {"peer": served.peer, "pairs": {}, "at_start": at_start}
+
+    def _each(self):
+        """(name, URL, headers, pid) of each peer."""
+        for served in self.served:
+            name = served.peer.name
+            yield name, self.urls[name], served.headers, served.process.pid
+
+    def warm_up(self):
+        for _, url, headers, _ in self._each():
+            asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant", headers=headers))
+
+    def send_burst(self, label, size, keep_alive):
+        for name, url, headers, _ in self._each():
+            self.figures[name]["pairs"][label] = asyncio.run(burst(url, size, keep_alive, headers=headers))
+
+    def measure_cpu(self, sizes):
+        for name, url, headers, pid in self._each():
+            self.figures[name]["cpu_ms"] = _cpu_per_request(pid, url, sizes, headers)
+
+    def send_streams(self):
+        for name, url, headers, _ in self._each():
+            self.figures[name]["streams"] = asyncio.run(streamed(url, headers=headers))
+
+    def headers(self):
+        """{URL: headers}, for one_at_a_time."""
+        return {url: headers for _, url, headers, _ in self._each()}
+
+    def finish(self, alone):
+        """The peers' figures, with their latencies one at a time (from `alone`) and their peak memory."""
+        for name, url, _, pid in self._each():
+            figures = self.figures[name]
+            figures["alone"] = alone[url]
+            figures["memory"] = (figures.pop("at_start"), resident_mb(pid))
+        return self.figures
+
+    def stop(self):
+        for served in self.served:
+            served.stop()
+
+
 def measure(server, folder, upstream_url, sizes):
     """Every figure of one server, and of the floor (bench.proxy_floor) served the same way: {name: (direct,
-    Toolgate)} for the bursts, and for the streams and one request at a time (direct, the floor, Toolgate)."""
+    Toolgate)} for the bursts, and for the streams and one request at a time (direct, the floor, Toolgate); and
+    under "peers" those of each installed peer (ServedPeers)."""
     database = prepare(folder, upstream_url, f"{server}.db")
     app = AppProcess(SERVERS[server], database, f"{folder}/{server}.log", **{KEY_VARIABLE: "sk-bench-upstream"})
     floor_environment = {"FLOOR_UPSTREAM_URL": f"{upstream_url}/v1", "FLOOR_DATABASE": f"{folder}/floor.db"}
     floor = AppProcess(FLOOR_SERVER, database, f"{folder}/floor.log", ready_path="/ready", **floor_environment)
+    others = ServedPeers()
     try:
+        others.start(folder, upstream_url)  # LiteLLM takes seconds to start: meanwhile
         base_url = app.ready()
         proxy = f"{base_url}/proxy/{AGENT_ID}/v1/chat/completions"
         floor_url = f"{floor.ready()}/v1/chat/completions"
         direct = f"{upstream_url}/v1/chat/completions"
         pid = app.process.pid
         at_start = resident_mb(pid, "VmRSS")
+        others.ready()
         for _ in range(WARM_UP_BURSTS):  # each worker process imports the SDK and builds its client once
             for url in (proxy, floor_url):
                 asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant"))
+            others.warm_up()
         pairs = {}
         for size in sizes:
             alone = asyncio.run(burst(direct, size, keep_alive=False))
@@ -209,15 +279,20 @@ def measure(server, folder, upstream_url, sizes):
             else:
                 through = asyncio.run(burst(proxy, size, keep_alive=False))
             pairs[f"N = {size}"] = (alone, through)
+            others.send_burst(f"N = {size}", size, keep_alive=False)
         pairs[f"N = {KEEP_ALIVE_SIZE}, keep-alive"] = tuple(
             asyncio.run(burst(url, KEEP_ALIVE_SIZE, keep_alive=True)) for url in (direct, proxy)
         )
+        others.send_burst(f"N = {KEEP_ALIVE_SIZE}, keep-alive", KEEP_ALIVE_SIZE, keep_alive=True)
         smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
         cpu_ms = tuple(
             _cpu_per_request(process.process.pid, url, smaller) for process, url in ((floor, floor_url), (app, proxy))
         )
+        others.measure_cpu(smaller)
         streams = tuple(asyncio.run(streamed(url)) for url in (direct, floor_url, proxy))
-        alone = asyncio.run(one_at_a_time([direct, floor_url, proxy]))
+        others.send_streams()
+        peer_headers = others.headers()
+        alone = asyncio.run(one_at_a_time([direct, floor_url, proxy, *peer_headers], headers=peer_headers))
         return {
             "pairs": pairs,
             "pages": (pages, page_failures, max(sizes)),
@@ -226,38 +301,56 @@ def measure(server, folder, upstream_url, sizes):
             "memory": (at_start, resident_mb(pid)),
             "streams": streams,
             "alone": (alone[direct], alone[floor_url], alone[proxy]),
+            "peers": others.finish(alone),
         }
     finally:
         app.stop()
         floor.stop()
+        others.stop()
 
 
-def _seconds_row(label, direct, through, unit=1.0, suffix=""):
+def _seconds_row(label, direct, through, unit=1.0, suffix="", others=()):
+    """Toolgate's figure beside direct's, and then each of `others` (the peers'), each with its ratio to direct."""
     name = "s" if unit == 1.0 else "ms"
+    columns = "".join(f" {figure * unit:9.2f} {name:2s} {figure / direct:7.2f}x" for figure in others)
     print(
         f"    {label:32s} {direct * unit:9.2f} {name:2s} {through * unit:9.2f} {name:2s} "
-        f"{through / direct:7.2f}x{suffix}"
+        f"{through / direct:7.2f}x{columns}{suffix}"
     )
 
 
-def _added_row(label, direct, floor, through, share, unit="ms"):
-    """Latencies over direct at a percentile: the floor's, Toolgate's, and Toolgate's own (less the floor)."""
+def _added_row(label, direct, floor, through, share, unit="ms", others=None):
+    """Latencies over direct at a percentile: the floor's, Toolgate's, and Toolgate's own (less the floor); then
+    each peer's of `others` ({name: latencies})."""
     base = percentile(direct, share)
     added_floor = (percentile(floor, share) - base) * 1000
     added = (percentile(through, share) - base) * 1000
+    beside = "".join(
+        f"   {name} {(percentile(samples, share) - base) * 1000:+7.2f} ms" if samples else f"   {name} all failed"
+        for name, samples in (others or {}).items()
+    )
     print(
         f"    {label:32s} {base * 1000:9.2f} {unit:2s}   floor {added_floor:+7.2f} ms   Toolgate {added:+7.2f} ms"
-        f"   Toolgate's own {added - added_floor:+7.2f} ms"
+        f"   Toolgate's own {added - added_floor:+7.2f} ms{beside}"
     )
 
 
-def print_figures(server, figures):
-    print(f"  {server}: {' '.join(SERVERS[server])}")
-    print(f"    {'':32s} {'direct':>12s} {'Toolgate':>12s} {'ratio':>8s}")
+def _print_bursts(figures):
+    others = figures["peers"]
+    columns = "".join(f" {name:>12s} {'ratio':>8s}" for name in others)
+    print(f"    {'':32s} {'direct':>12s} {'Toolgate':>12s} {'ratio':>8s}{columns}")
     for name, (direct, through) in figures["pairs"].items():
+        beside = {peer: other["pairs"][name] for peer, other in others.items()}
         failures = f"   failed: {direct[2]} direct, {through[2]} through"
-        _seconds_row(f"{name}, wall", direct[0], through[0], suffix=failures)
-        _seconds_row(f"{name}, p95", percentile(direct[1], 0.95), percentile(through[1], 0.95))
+        failures += "".join(f", {peer_figures[2]} {peer}" for peer, peer_figures in beside.items())
+        walls = [peer_figures[0] for peer_figures in beside.values()]
+        _seconds_row(f"{name}, wall", direct[0], through[0], suffix=failures, others=walls)
+        p95s = [percentile(peer_figures[1], 0.95) for peer_figures in beside.values()]
+        _seconds_row(f"{name}, p95", percentile(direct[1], 0.95), percentile(through[1], 0.95), others=p95s)
+
+
+def _print_costs(figures):
+    others = figures["peers"]
     pages, page_failures, size = figures["pages"]
     print(
         f"    GET /agents during N = {size}: p50 {percentile(pages, 0.5) * 1000:.1f} ms, "
@@ -269,19 +362,42 @@ def print_figures(server, figures):
         f"    CPU per proxied request (N = {sizes}): Toolgate {cpu:.2f} ms, the floor {floor_cpu:.2f} ms, "
         f"Toolgate's own {cpu - floor_cpu:+.2f} ms (the server's CPU time over the requests served)"
     )
+    if others:
+        beside = ", ".join(f"{name} {other['cpu_ms']:.2f} ms" for name, other in others.items())
+        print(f"    CPU per request through the peers, the same bursts measured the same way: {beside}")
     at_start, peak = figures["memory"]
     print(f"    memory: {peak:.0f} MB at the peak, {at_start:.0f} MB at start (resident, all its processes)")
+    for name, other in others.items():
+        at_start, peak = other["memory"]
+        print(f"    memory of {name}: {peak:.0f} MB at the peak, {at_start:.0f} MB at start")
+
+
+def _print_added(figures):
+    others = figures["peers"]
     print(f"    {'':32s} {'direct':>12s}   added over direct")
     (direct_figures, direct_failed), (floor_figures, floor_failed), (figures_through, failed) = figures["streams"]
     labels = ("first token", "last token", "end of response")
-    for label, *streams in zip(labels, direct_figures, floor_figures, figures_through, strict=True):
-        _added_row(f"streamed, {label}, p50", *streams, 0.5)
+    for index, label in enumerate(labels):
+        beside = {name: other["streams"][0][index] for name, other in others.items()}
+        streams = direct_figures[index], floor_figures[index], figures_through[index]
+        _added_row(f"streamed, {label}, p50", *streams, 0.5, others=beside)
+    peers_failed = "".join(f", {other['streams'][1]} {name}" for name, other in others.items())
     print(
         f"    streamed: {STREAMED} at once, 40 chunks over 2 s; failed: {direct_failed} direct, {floor_failed} floor, "
-        f"{failed} through"
+        f"{failed} through{peers_failed}"
     )
     for share in (0.5, 0.95):
-        _added_row(f"one at a time, p{round(share * 100)}", *figures["alone"], share)
+        beside = {name: other["alone"] for name, other in others.items()}
+        _added_row(f"one at a time, p{round(share * 100)}", *figures["alone"], share, others=beside)
+
+
+def print_figures(server, figures):
+    print(f"  {server}: {' '.join(SERVERS[server])}")
+    for name, other in figures["peers"].items():
+        print(f"  beside it, {name}: {other['peer'].release}, {other['peer'].serving}")
+    _print_bursts(figures)
+    _print_costs(figures)
+    _print_added(figures)
 
 
 def report(servers=("make-run",), sizes=SIZES):
@@ -289,6 +405,10 @@ def report(servers=("make-run",), sizes=SIZES):
         "Gateway: N chat completions at once against a model answering in 1.0 s, directly and through the proxy; "
         f"one at a time ({ONE_AT_A_TIME} each) against one answering at once"
     )
+    absent = peers.missing()
+    if absent:
+        releases = ", ".join(peer.release for peer in absent)
+        print(f"  not installed, so not measured beside Toolgate: {releases} (`make peers` installs them)")
     with tempfile.TemporaryDirectory() as folder:
         upstream = AppProcess(["-m", "tests.async_model_server"], f"{folder}/unused.db", f"{folder}/upstream.log")
         try:
