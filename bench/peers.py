@@ -20,11 +20,12 @@ from pathlib import Path
 
 import httpx2
 
+from tests.live_http import end_process_group
+
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / ".peers"
 UPSTREAM_KEY = "sk-bench-upstream"
 MODELS = ("bench-1s", "instant", "stream-2s")
-STOP_GRACE = 5.0
 LITELLM_OFFLINE = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # the cost map bundled with it, not a download at every start
     "LITELLM_TELEMETRY_DISABLED": "true",
@@ -142,12 +143,8 @@ class Served:
         raise RuntimeError(f"{self.peer.name} did not answer within {timeout} s")
 
     def stop(self):
-        """SIGTERM to the whole group, then after STOP_GRACE seconds SIGKILL to what is left."""
+        """SIGTERM to the whole group, then (tests.live_http.end_process_group) SIGKILL to what is left."""
         with suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=STOP_GRACE)
-        with suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
+        end_process_group(self.process)
         self.log.close()

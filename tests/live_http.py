@@ -111,6 +111,16 @@ def all_at_once(task, arguments, timeout=120):
         return [future.result() for future in futures]
 
 
+def end_process_group(process, grace=STOP_GRACE):
+    """Once `process` was asked to stop: `grace` seconds for it to do so, then every process of its group (started
+    with start_new_session) killed, so nothing is left behind."""
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+
+
 class AppProcess:
     """The app in a process of its own, started by `python SERVER_ARGUMENTS` on the database file `database`; its
     output goes to `log_path`. `ready()` waits until it answers `ready_path` and gives its base URL; stop it with
@@ -167,9 +177,5 @@ class AppProcess:
         after STOP_GRACE seconds every process of the server killed: nothing is left behind, whatever it was doing."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-            with suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=STOP_GRACE)
-        with suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
+        end_process_group(self.process)
         self.log.close()
