@@ -35,6 +35,9 @@ def open_db(path, any_thread=False):
     db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     # With WAL, NORMAL survives an application crash and only fsyncs at checkpoints: each stored run is cheaper.
     db.execute("PRAGMA synchronous=NORMAL")
+    # A savepoint journals each page it changes first (every write of a group commit has one): in memory, not in
+    # a temporary file created, written and deleted by every transaction.
+    db.execute("PRAGMA temp_store=MEMORY")
     return db
 
 
