@@ -8,7 +8,8 @@ after the answer; then the same with clients that keep their connections open, a
 the bursts: `GET /agents` loaded one request after the other during the largest burst (p95), the server's CPU time
 over the requests it served (user + system of its processes, from /proc), its peak memory (resident set, the sum
 of its processes), a streamed answer of 40 chunks over 2 s (its first and last text and the end of the response,
-p50), and one request at a time against a model that answers at once (the latency the proxy adds).
+p50), 50 at once and then one at a time, and one request at a time against a model that answers at once (the
+latency the proxy adds).
 
 Beside Toolgate, for the CPU per request, the streams and one request at a time: bench.proxy_floor served the same
 way (Flask, the SDK through engine.http_transport, one SQLite row; nothing of Toolgate's), the floor of this stack
@@ -44,6 +45,7 @@ from .proxy import AGENT_ID, FLOOR_SERVER, KEY_VARIABLE, MESSAGES, PLACE, prepar
 SIZES = (100, 300, 1000)
 KEEP_ALIVE_SIZE = 300
 STREAMED = 50
+STREAMED_ALONE = 5  # rounds of one streamed answer at a time to each server, about 2 s each
 ONE_AT_A_TIME = 200
 WARM_UP = 20
 WARM_UP_BURSTS = 3
@@ -157,6 +159,20 @@ async def one_at_a_time(urls, requests=ONE_AT_A_TIME, headers=None):
     return samples
 
 
+async def streams_one_at_a_time(urls, rounds=STREAMED_ALONE, headers=None):
+    """One streamed answer at a time to each URL in alternation: {url: [firsts, lasts, ends]} as `streamed` gives
+    them. `headers` as for one_at_a_time."""
+    samples = {url: [] for url in urls}
+    headers = headers or {}
+    async with httpx2.AsyncClient(timeout=REQUEST_TIMEOUT) as client:
+        for _ in range(rounds):
+            for url in urls:
+                result = await _stream(client, url, headers.get(url))
+                assert result is not None, url
+                samples[url].append(result)
+    return {url: [list(figure) for figure in zip(*results, strict=True)] for url, results in samples.items()}
+
+
 def pages_while(base_url, stop):
     """GET /agents one after the other until `stop` is set: latencies, failures."""
     latencies, failures = [], 0
@@ -236,11 +252,13 @@ class ServedPeers:
         """{URL: headers}, for one_at_a_time."""
         return {url: headers for _, url, headers, _ in self._each()}
 
-    def finish(self, alone):
-        """The peers' figures, with their latencies one at a time (from `alone`) and their peak memory."""
+    def finish(self, alone, streams_alone):
+        """The peers' figures, with their latencies one at a time (from `alone` and `streams_alone`) and their peak
+        memory."""
         for name, url, _, pid in self._each():
             figures = self.figures[name]
             figures["alone"] = alone[url]
+            figures["streams_alone"] = streams_alone[url]
             figures["memory"] = (figures.pop("at_start"), resident_mb(pid))
         return self.figures
 
@@ -292,7 +310,9 @@ def measure(server, folder, upstream_url, sizes):
         streams = tuple(asyncio.run(streamed(url)) for url in (direct, floor_url, proxy))
         others.send_streams()
         peer_headers = others.headers()
-        alone = asyncio.run(one_at_a_time([direct, floor_url, proxy, *peer_headers], headers=peer_headers))
+        urls = [direct, floor_url, proxy, *peer_headers]
+        alone = asyncio.run(one_at_a_time(urls, headers=peer_headers))
+        streams_alone = asyncio.run(streams_one_at_a_time(urls, headers=peer_headers))
         return {
             "pairs": pairs,
             "pages": (pages, page_failures, max(sizes)),
@@ -301,7 +321,8 @@ def measure(server, folder, upstream_url, sizes):
             "memory": (at_start, resident_mb(pid)),
             "streams": streams,
             "alone": (alone[direct], alone[floor_url], alone[proxy]),
-            "peers": others.finish(alone),
+            "streams_alone": (streams_alone[direct], streams_alone[floor_url], streams_alone[proxy]),
+            "peers": others.finish(alone, streams_alone),
         }
     finally:
         app.stop()
@@ -386,6 +407,11 @@ def _print_added(figures):
         f"    streamed: {STREAMED} at once, 40 chunks over 2 s; failed: {direct_failed} direct, {floor_failed} floor, "
         f"{failed} through{peers_failed}"
     )
+    direct_alone, floor_alone, through_alone = figures["streams_alone"]
+    for index, label in enumerate(labels):
+        beside = {name: other["streams_alone"][index] for name, other in others.items()}
+        streams = direct_alone[index], floor_alone[index], through_alone[index]
+        _added_row(f"one stream at a time, {label}, p50", *streams, 0.5, others=beside)
     for share in (0.5, 0.95):
         beside = {name: other["alone"] for name, other in others.items()}
         _added_row(f"one at a time, p{round(share * 100)}", *figures["alone"], share, others=beside)
