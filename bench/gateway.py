@@ -145,31 +145,40 @@ async def streamed(url, size=STREAMED, headers=None):
     return [list(figure) for figure in zip(*done, strict=True)] if done else [[], [], []], size - len(done)
 
 
-async def one_at_a_time(urls, requests=ONE_AT_A_TIME, headers=None):
-    """Requests to each URL in alternation, one at a time, on kept-alive connections, against the instant model:
-    {url: latencies}. `headers`: {url: the headers its requests carry}, for those that need some."""
-    samples = {url: [] for url in urls}
-    headers = headers or {}
-    async with httpx2.AsyncClient(timeout=REQUEST_TIMEOUT) as client:
-        for _ in range(requests):
-            for url in urls:
-                seconds, failed = await _ask(client, url, _body("instant"), headers.get(url))
-                assert not failed, url
-                samples[url].append(seconds)
-    return samples
-
-
-async def streams_one_at_a_time(urls, rounds=STREAMED_ALONE, headers=None):
-    """One streamed answer at a time to each URL in alternation: {url: [firsts, lasts, ends]} as `streamed` gives
-    them. `headers` as for one_at_a_time."""
+async def _in_turn(urls, rounds, headers, measure):
+    """`rounds` rounds of `await measure(client, url, headers)` for each URL in alternation, one at a time, on
+    kept-alive connections: {url: [what it gave]}. `headers`: {url: the headers its requests carry}, for those that
+    need some."""
     samples = {url: [] for url in urls}
     headers = headers or {}
     async with httpx2.AsyncClient(timeout=REQUEST_TIMEOUT) as client:
         for _ in range(rounds):
             for url in urls:
-                result = await _stream(client, url, headers.get(url))
-                assert result is not None, url
-                samples[url].append(result)
+                samples[url].append(await measure(client, url, headers.get(url)))
+    return samples
+
+
+async def _answered_at_once(client, url, headers):
+    seconds, failed = await _ask(client, url, _body("instant"), headers)
+    assert not failed, url
+    return seconds
+
+
+async def _streamed_once(client, url, headers):
+    figures = await _stream(client, url, headers)
+    assert figures is not None, url
+    return figures
+
+
+async def one_at_a_time(urls, requests=ONE_AT_A_TIME, headers=None):
+    """Requests to each URL in alternation, one at a time, against the instant model: {url: latencies}."""
+    return await _in_turn(urls, requests, headers, _answered_at_once)
+
+
+async def streams_one_at_a_time(urls, rounds=STREAMED_ALONE, headers=None):
+    """One streamed answer at a time to each URL in alternation: {url: [firsts, lasts, ends]} as `streamed` gives
+    them."""
+    samples = await _in_turn(urls, rounds, headers, _streamed_once)
     return {url: [list(figure) for figure in zip(*results, strict=True)] for url, results in samples.items()}
 
 
@@ -393,25 +402,27 @@ def _print_costs(figures):
         print(f"    memory of {name}: {peak:.0f} MB at the peak, {at_start:.0f} MB at start")
 
 
+def _stream_rows(prefix, streams, peer_streams):
+    """The first text, the last text and the end of the response, p50 over direct: `streams` (direct's, the
+    floor's, Toolgate's) and `peer_streams` ({name: the peer's}) each [firsts, lasts, ends]."""
+    for index, label in enumerate(("first token", "last token", "end of response")):
+        beside = {name: figures[index] for name, figures in peer_streams.items()}
+        _added_row(f"{prefix}, {label}, p50", *(figures[index] for figures in streams), 0.5, others=beside)
+
+
 def _print_added(figures):
     others = figures["peers"]
     print(f"    {'':32s} {'direct':>12s}   added over direct")
     (direct_figures, direct_failed), (floor_figures, floor_failed), (figures_through, failed) = figures["streams"]
-    labels = ("first token", "last token", "end of response")
-    for index, label in enumerate(labels):
-        beside = {name: other["streams"][0][index] for name, other in others.items()}
-        streams = direct_figures[index], floor_figures[index], figures_through[index]
-        _added_row(f"streamed, {label}, p50", *streams, 0.5, others=beside)
+    peer_streams = {name: other["streams"][0] for name, other in others.items()}
+    _stream_rows("streamed", (direct_figures, floor_figures, figures_through), peer_streams)
     peers_failed = "".join(f", {other['streams'][1]} {name}" for name, other in others.items())
     print(
         f"    streamed: {STREAMED} at once, 40 chunks over 2 s; failed: {direct_failed} direct, {floor_failed} floor, "
         f"{failed} through{peers_failed}"
     )
-    direct_alone, floor_alone, through_alone = figures["streams_alone"]
-    for index, label in enumerate(labels):
-        beside = {name: other["streams_alone"][index] for name, other in others.items()}
-        streams = direct_alone[index], floor_alone[index], through_alone[index]
-        _added_row(f"one stream at a time, {label}, p50", *streams, 0.5, others=beside)
+    peer_streams = {name: other["streams_alone"] for name, other in others.items()}
+    _stream_rows("one stream at a time", figures["streams_alone"], peer_streams)
     for share in (0.5, 0.95):
         beside = {name: other["alone"] for name, other in others.items()}
         _added_row(f"one at a time, p{round(share * 100)}", *figures["alone"], share, others=beside)
