@@ -57,7 +57,8 @@ def _secret_key(instance_path):
 def create_app(test_config=None, instance_path=None):
     app = Flask(__name__, instance_relative_config=True, instance_path=instance_path)
     app.config.from_mapping(
-        DATABASE=os.path.join(app.instance_path, "toolgate.db"),
+        DATABASE=os.path.join(app.instance_path, "toolgate.db"),  # the SQLite file, unless DATABASE_URL is set
+        DATABASE_URL=None,  # sqlite:///… or postgresql://user:password@host:port/database (store/db.py)
         MAX_CONTENT_LENGTH=4 * 1024 * 1024,
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
         TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own
@@ -92,9 +93,11 @@ def create_app(test_config=None, instance_path=None):
     if app.config["TOOL_REGISTRY"] is None:
         app.config["TOOL_REGISTRY"] = default_registry()  # a tool name clash fails here, at start-up
     db.init_app(app)
-    created = not os.path.exists(app.config["DATABASE"])
-    connection = db.open_db(app.config["DATABASE"])
-    db.restrict_to_owner(app.config["DATABASE"])
+    path = db.sqlite_path(app.config["DATABASE_URL"])
+    created = path is not None and not os.path.exists(path)
+    connection = db.open_db(app.config["DATABASE_URL"])
+    if path is not None:
+        db.restrict_to_owner(path)
     try:
         # What start-up did to the database, for `flask init-db` to report truthfully.
         app.extensions["toolgate_schema"] = {"created": created, "applied": migrations.migrate(connection)}

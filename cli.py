@@ -11,6 +11,7 @@ Bad input (an argument, a file, an agent that does not exist) is a message and e
 import json
 import os
 import re
+import sqlite3
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -82,7 +83,7 @@ def init_db_command():
     reported with what this command applies itself."""
     schema = current_app.extensions["toolgate_schema"]
     applied = schema["applied"] + migrations.migrate(get_db())
-    path = current_app.config["DATABASE"]
+    path = store_db.describe(current_app.config["DATABASE_URL"])
     if schema["created"]:
         click.echo(f"Created the database at {path} ({len(applied)} migration steps: {', '.join(applied)}).")
     elif not applied and migrations.created_since(get_db(), JUST_CREATED_SECONDS):
@@ -458,7 +459,13 @@ def import_cases_command(folder):
 @click.option("--replace", is_flag=True, help="Overwrite FILE if it exists.")
 def backup_command(file, replace):
     """Copy the database to FILE, safely while the app serves (SQLite's online backup: one consistent snapshot)."""
-    database = Path(current_app.config["DATABASE"])
+    path = store_db.sqlite_path(current_app.config["DATABASE_URL"])
+    if path is None:
+        raise BadInput(
+            f"backup copies a SQLite database; {store_db.describe(current_app.config['DATABASE_URL'])} is not one. "
+            "Back up PostgreSQL with its own tools: pg_dump --format=custom --file=FILE DATABASE_URL."
+        )
+    database = Path(path)
     if file.exists() and file.resolve() == database.resolve():
         raise BadInput(f"{file} is the database itself; choose another file.")
     if file.exists() and not replace:
@@ -466,9 +473,11 @@ def backup_command(file, replace):
     if not file.parent.is_dir():
         raise BadInput(f"The folder {file.parent} does not exist; nothing was written.")
     store_db.backup(get_db(), str(file))
-    copy = store_db.open_db(str(file))
-    runs, agents = copy["runs"].count, copy["agents"].count
-    copy.close()
+    copy = sqlite3.connect(file)
+    try:
+        runs, agents = (copy.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("runs", "agents"))
+    finally:
+        copy.close()
     click.echo(
         f"Backed up {database} to {file}: {_counted(agents, 'agent')}, {_counted(runs, 'run')}, "
         f"{file.stat().st_size:,} bytes."

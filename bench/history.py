@@ -10,7 +10,10 @@ import json
 import tempfile
 import time
 
+from sqlalchemy import inspect
+
 import engine
+from store import execute, select_value
 from store import runs as run_store
 from store.db import open_db, write_transaction
 
@@ -82,9 +85,9 @@ def _fill(app, count, templates):
 def _pages(app):
     """The page addresses to time on a database: first pages, far back (near the oldest), both filters."""
     db = open_db(app.config["DATABASE"])
-    oldest_run, oldest_entry = (db.execute(f"SELECT min(id) FROM {table}").fetchone()[0] for table in ("runs", "log"))
+    oldest_run, oldest_entry = (select_value(db, f"SELECT min(id) FROM {table}") for table in ("runs", "log"))
     # A run from the middle made from the first template on both databases, so both pages render the same run.
-    middle = oldest_run + db["runs"].count // 2 // len(TEMPLATES) * len(TEMPLATES)
+    middle = oldest_run + select_value(db, "SELECT count(*) FROM runs") // 2 // len(TEMPLATES) * len(TEMPLATES)
     db.close()
     return {
         "/runs (with its charts)": "/runs",
@@ -139,7 +142,7 @@ def report_counts(folder):
     }
     print(f"  at {BIG:,} runs:")
     for name, sql in choices.items():
-        print(f"    {name:52s} {microseconds(per_call_seconds(lambda sql=sql: db.execute(sql).fetchall(), number=5))}")
+        print(f"    {name:52s} {microseconds(per_call_seconds(lambda sql=sql: execute(db, sql).fetchall(), number=5))}")
     db.close()
 
 
@@ -160,9 +163,9 @@ def report_bytes(folder):
     app = _app(folder, "bytes")
     db = open_db(app.config["DATABASE"])
     run = run_store.save_run(db, engine.run_agent(THREE_BY_THREE, "Which bundles do nodes, users and media have?"))
-    columns = [column.name for column in db["runs"].columns]
+    columns = [column["name"] for column in inspect(db).get_columns("runs")]
     total = " + ".join(f"coalesce(length(CAST({column} AS BLOB)), 0)" for column in columns)
-    stored = db.execute(f"SELECT {total} FROM runs WHERE id = ?", [run["id"]]).fetchone()[0]
+    stored = select_value(db, f"SELECT {total} FROM runs WHERE id = :id", {"id": run["id"]})
     db.close()
     previous = _previous_form_bytes(run)
     print("Storage: one stored 3-round x 3-call run (the values of its row)")
@@ -178,7 +181,7 @@ def report():
         report_pages(folder, templates)
         report_counts(folder)
         big = open_db(f"{folder}/big.db")
-        size = big.execute("PRAGMA page_count").fetchone()[0] * big.execute("PRAGMA page_size").fetchone()[0]
+        size = select_value(big, "PRAGMA page_count") * select_value(big, "PRAGMA page_size")
         big.close()
         print(
             f"  the database file at {BIG:,} runs: {size / 1e6:.0f} MB, {size / BIG:,.0f} bytes per run (log, indexes)"

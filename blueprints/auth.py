@@ -200,7 +200,7 @@ def logout():
 
 def _end_sessions_of_other_passwords(app):
     """A password changed while the app was stopped (or the login turned off) ends every session of the old one."""
-    connection = open_db(app.config["DATABASE"])
+    connection = open_db(app.config["DATABASE_URL"])
     try:
         with app.app_context():
             session_store.end_sessions_of_other_passwords(connection, _session_mark() if login_enabled() else None)

@@ -16,7 +16,7 @@ from store.db import get_db
 
 def init_app(app):
     environ = app.config.get("TELEMETRY_ENVIRON")
-    exporter = tracing.configure(os.environ if environ is None else environ, app.config["DATABASE"])
+    exporter = tracing.configure(os.environ if environ is None else environ, app.config["DATABASE_URL"])
     app.extensions[tracing.EXTENSION] = exporter
     app.jinja_env.globals["trace_url"] = trace_url
 

@@ -55,14 +55,14 @@ def answer_and_record(db, agent_id, body, api=chat_completions, *, registry=None
 
 
 def stream_and_record(
-    database_path, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None
+    database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
     The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded (and
     the answer kept, for the Responses API) then: the stream outlives the request that started it. Raises as
     answer_and_record before anything is sent."""
     held = ExitStack()
-    db = held.enter_context(pooled_db(database_path))
+    db = held.enter_context(pooled_db(database_url))
     try:
         config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport)
         streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(db, agent_id))

@@ -1,7 +1,7 @@
 """Runs exported as OpenTelemetry traces (SPEC §9), for the observability stack a team already has: opt-in, over
 OTLP/HTTP, configured by the standard variables.
 
-`configure(environ, database_path)` at start-up: None — and nothing of OpenTelemetry imported — unless
+`configure(environ, database_url)` at start-up: None — and nothing of OpenTelemetry imported — unless
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (the whole URL) or OTEL_EXPORTER_OTLP_ENDPOINT (a base, `/v1/traces` added) is
 set; OTEL_EXPORTER_OTLP_HEADERS (or its _TRACES_ twin), OTEL_EXPORTER_OTLP_TIMEOUT (seconds, as the Python SDK reads
 it), OTEL_SERVICE_NAME (default `toolgate`) and OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (message
@@ -65,7 +65,7 @@ def _timeout(environ):
     return seconds if seconds > 0 else DEFAULT_TIMEOUT
 
 
-def configure(environ, database_path, schedule_delay_millis=None):
+def configure(environ, database_url, schedule_delay_millis=None):
     """The app's RunTracing, or None when no endpoint is set. `schedule_delay_millis`: how long the batch processor
     gathers spans before it sends them (the SDK's default, 5 s, unless given)."""
     endpoint = traces_endpoint(environ)
@@ -78,7 +78,7 @@ def configure(environ, database_path, schedule_delay_millis=None):
         _headers(environ),
         _timeout(environ),
         (environ.get("OTEL_SERVICE_NAME") or "").strip() or SERVICE_NAME,
-        _failure_log(database_path),
+        _failure_log(database_url),
         schedule_delay_millis=schedule_delay_millis,
     )
     capture = (environ.get(CAPTURE_VARIABLE) or "").strip().lower() == "true"
@@ -94,13 +94,13 @@ def traced(run):
     return run
 
 
-def _failure_log(database_path):
+def _failure_log(database_url):
     """Write a failure to send spans to the log table and the `toolgate` logger, from the exporter's thread."""
 
     def note_failure(message):
         logger.error(message)
         try:
-            db = open_db(database_path)
+            db = open_db(database_url)
             try:
                 with write_transaction(db):
                     log_store.add_entries(db, [{"level": "error", "kind": "trace_export", "message": message}])

@@ -3,12 +3,13 @@ tool. Every save goes through `save_agent`, which validates with engine.config (
 by the pages, the API and the CLI), checks the revision, and writes in one transaction."""
 
 import json
-import sqlite3
 from functools import lru_cache
+
+from sqlalchemy.exc import IntegrityError
 
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
-from . import NotFound, RevisionConflict, get_row, now, row_exists, select_rows
+from . import NotFound, RevisionConflict, execute, get_row, insert_row, now, row_exists, select_rows, select_value
 from .db import write_transaction
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
@@ -26,7 +27,9 @@ def _agent_from_rows(row, tool_rows):
 
 
 def _tool_rows(db, agent_id):
-    return select_rows(db, "SELECT * FROM agent_tools WHERE agent_id = ? ORDER BY position", [agent_id])
+    return select_rows(
+        db, "SELECT * FROM agent_tools WHERE agent_id = :agent_id ORDER BY position", {"agent_id": agent_id}
+    )
 
 
 def _stored_rows(db, agent_id):
@@ -61,11 +64,11 @@ def _loaded_agent(registry, agent_id, revision, data, tools):
 def list_agents(db):
     """Every agent, ordered by label."""
     tools = {}
-    for tool in db["agent_tools"].rows_where(order_by="agent_id, position"):
+    for tool in select_rows(db, "SELECT * FROM agent_tools ORDER BY agent_id, position"):
         tools.setdefault(tool["agent_id"], []).append(tool)
     return [
         _agent_from_rows(row, tools.get(row["id"], []))
-        for row in db["agents"].rows_where(order_by="label COLLATE NOCASE, id")
+        for row in select_rows(db, "SELECT * FROM agents ORDER BY lower(label), id")
     ]
 
 
@@ -74,7 +77,7 @@ def agent_exists(db, agent_id):
 
 
 def agents_using_provider(db, provider_id):
-    rows = db.query("SELECT id, data FROM agents ORDER BY id")
+    rows = select_rows(db, "SELECT id, data FROM agents ORDER BY id")
     return [row["id"] for row in rows if json.loads(row["data"]).get("provider") == provider_id]
 
 
@@ -101,11 +104,18 @@ def validate(db, data, known_tools):
 
 
 def _write_tools(db, agent):
-    db["agent_tools"].delete_where("agent_id = ?", [agent["id"]])
-    db["agent_tools"].insert_all(
+    execute(db, "DELETE FROM agent_tools WHERE agent_id = :agent_id", {"agent_id": agent["id"]})
+    rows = [
         {"agent_id": agent["id"], "tool_name": name, "position": position, "settings": json.dumps(settings)}
         for position, (name, settings) in enumerate(agent["tools"].items())
-    )
+    ]
+    if rows:
+        execute(
+            db,
+            "INSERT INTO agent_tools (agent_id, tool_name, position, settings) "
+            "VALUES (:agent_id, :tool_name, :position, :settings)",
+            rows,
+        )
 
 
 def save_agent(db, data, known_tools, create=None):
@@ -123,22 +133,31 @@ def save_agent(db, data, known_tools, create=None):
         if create is not True:
             # Compare-and-swap on the revision, under the write lock: no other save can slip in between the
             # check and the write.
-            cursor = db.execute(
-                "UPDATE agents SET label = ?, data = ?, revision = revision + 1, updated_at = ? "
-                "WHERE id = ? AND revision = ?",
-                [agent["label"], stored_data, timestamp, agent["id"], agent["revision"]],
+            cursor = execute(
+                db,
+                "UPDATE agents SET label = :label, data = :data, revision = revision + 1, updated_at = :updated_at "
+                "WHERE id = :id AND revision = :revision",
+                {
+                    "label": agent["label"],
+                    "data": stored_data,
+                    "updated_at": timestamp,
+                    "id": agent["id"],
+                    "revision": agent["revision"],
+                },
             )
             updated = cursor.rowcount == 1
         if not updated:
-            current = list(db.query("SELECT revision FROM agents WHERE id = ?", [agent["id"]]))
-            if current and create is True:
+            current = select_value(db, "SELECT revision FROM agents WHERE id = :id", {"id": agent["id"]})
+            if current is not None and create is True:
                 raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'})
-            if current:
-                raise RevisionConflict(agent["id"], current[0]["revision"], agent["revision"])
+            if current is not None:
+                raise RevisionConflict(agent["id"], current, agent["revision"])
             if create is False:
                 raise NotFound(f'No agent with id "{agent["id"]}".')
             try:
-                db["agents"].insert(
+                insert_row(
+                    db,
+                    "agents",
                     {
                         "id": agent["id"],
                         "label": agent["label"],
@@ -146,9 +165,9 @@ def save_agent(db, data, known_tools, create=None):
                         "revision": 1,
                         "created_at": timestamp,
                         "updated_at": timestamp,
-                    }
+                    },
                 )
-            except sqlite3.IntegrityError:  # created by someone else since the check above
+            except IntegrityError:  # created by someone else since the check above
                 raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'}) from None
         _write_tools(db, agent)
     return get_agent(db, agent["id"])
@@ -157,11 +176,11 @@ def save_agent(db, data, known_tools, create=None):
 def delete_agent(db, agent_id, revision=None):
     """Delete an agent and its tool rows. With `revision`, refuse (RevisionConflict) if it is not current."""
     with write_transaction(db):
-        current = list(db.query("SELECT revision FROM agents WHERE id = ?", [agent_id]))
-        if not current:
+        current = select_value(db, "SELECT revision FROM agents WHERE id = :id", {"id": agent_id})
+        if current is None:
             raise NotFound(f'No agent with id "{agent_id}".')
-        if revision is not None and revision != current[0]["revision"]:
-            raise RevisionConflict(agent_id, current[0]["revision"], revision)
-        db["agent_tools"].delete_where("agent_id = ?", [agent_id])
-        db.execute("DELETE FROM agent_tool_hints WHERE agent_id = ?", [agent_id])
-        db["agents"].delete(agent_id)
+        if revision is not None and revision != current:
+            raise RevisionConflict(agent_id, current, revision)
+        for table in ("agent_tools", "agent_tool_hints"):
+            execute(db, f"DELETE FROM {table} WHERE agent_id = :agent_id", {"agent_id": agent_id})
+        execute(db, "DELETE FROM agents WHERE id = :id", {"id": agent_id})

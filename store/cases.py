@@ -9,12 +9,13 @@ plus `id`, `source_run_id`, `last_check`, `created_at` and `updated_at`.
 
 import copy
 import json
-import sqlite3
+
+from sqlalchemy.exc import IntegrityError
 
 from engine.cases import CASE_FIELDS, OPTIONAL_FIELDS, case_from_run, replay_overrides, validate_case
 from engine.config import CONTROL_CHARACTER, ValidationError, load_agent
 
-from . import NotFound, get_row, now
+from . import NotFound, execute, get_row, insert_row, now, select_rows, select_value, update_row
 from . import agents as agent_store
 from . import runs as run_store
 from .db import write_transaction
@@ -49,27 +50,29 @@ def get_case(db, case_id):
 
 def list_cases(db, agent_id=None):
     """The cases of one agent (every case when None), by name."""
-    where, parameters = ("agent_id = ?", [agent_id]) if agent_id else (None, [])
-    return [
-        _case_from_row(row)
-        for row in db["cases"].rows_where(where, parameters, order_by="agent_id, name COLLATE NOCASE, id")
-    ]
+    where = " WHERE agent_id = :agent_id" if agent_id else ""
+    rows = select_rows(db, f"SELECT * FROM cases{where} ORDER BY agent_id, lower(name), id", {"agent_id": agent_id})
+    return [_case_from_row(row) for row in rows]
 
 
 def sample_message(db, agent_id):
     """The message of the agent's first case, or "": what its run page offers, so a first Run has something to
     say (each demo agent ships with a case)."""
-    rows = list(db.query("SELECT data FROM cases WHERE agent_id = ? ORDER BY id LIMIT 1", [agent_id]))
-    return json.loads(rows[0]["data"])["message"] if rows else ""
+    data = select_value(
+        db, "SELECT data FROM cases WHERE agent_id = :agent_id ORDER BY id LIMIT 1", {"agent_id": agent_id}
+    )
+    return json.loads(data)["message"] if data is not None else ""
 
 
 def case_agent_ids(db):
     """Every agent id that has cases."""
-    return [row["agent_id"] for row in db.query("SELECT DISTINCT agent_id FROM cases ORDER BY agent_id")]
+    return execute(db, "SELECT DISTINCT agent_id FROM cases ORDER BY agent_id").scalars().all()
 
 
 def _name_taken(db, agent_id, name, case_id=None):
-    rows = db.query("SELECT id FROM cases WHERE agent_id = ? AND name = ?", [agent_id, name])
+    rows = select_rows(
+        db, "SELECT id FROM cases WHERE agent_id = :agent_id AND name = :name", {"agent_id": agent_id, "name": name}
+    )
     return any(row["id"] != case_id for row in rows)
 
 
@@ -105,12 +108,12 @@ def _row(case):
 def _insert(db, case, source_run_id=None):
     timestamp = now()
     try:
-        return (
-            db["cases"]
-            .insert({**_row(case), "source_run_id": source_run_id, "created_at": timestamp, "updated_at": timestamp})
-            .last_pk
+        return insert_row(
+            db,
+            "cases",
+            {**_row(case), "source_run_id": source_run_id, "created_at": timestamp, "updated_at": timestamp},
         )
-    except sqlite3.IntegrityError:  # the same name, saved by someone else since `validate`
+    except IntegrityError:  # the same name, saved by someone else since `validate`
         raise ValidationError({"name": f'is already used by another case of the agent "{case["agent_id"]}"'}) from None
 
 
@@ -150,8 +153,8 @@ def update_case(db, case_id, changes):
     _check_name(db, updated, case_id)
     with write_transaction(db):
         try:
-            db["cases"].update(case_id, {**_row(updated), "updated_at": now()})
-        except sqlite3.IntegrityError:
+            update_row(db, "cases", case_id, {**_row(updated), "updated_at": now()})
+        except IntegrityError:
             raise ValidationError({"name": "is already used by another case of this agent"}) from None
     return get_case(db, case_id)
 
@@ -162,12 +165,14 @@ def import_cases(db, cases):
     added, replaced = [], []
     with write_transaction(db):
         for case in cases:
-            existing = list(
-                db.query("SELECT id FROM cases WHERE agent_id = ? AND name = ?", [case["agent_id"], case["name"]])
+            existing = select_value(
+                db,
+                "SELECT id FROM cases WHERE agent_id = :agent_id AND name = :name",
+                {"agent_id": case["agent_id"], "name": case["name"]},
             )
-            if existing:
-                db["cases"].update(existing[0]["id"], {**_row(case), "last_check": None, "updated_at": now()})
-                replaced.append(existing[0]["id"])
+            if existing is not None:
+                update_row(db, "cases", existing, {**_row(case), "last_check": None, "updated_at": now()})
+                replaced.append(existing)
             else:
                 added.append(_insert(db, case))
     return added, replaced
@@ -177,11 +182,10 @@ def record_checks(db, results):
     """Store the latest check of each case: {case id: result}."""
     with write_transaction(db):
         for case_id, result in results.items():
-            db["cases"].update(case_id, {"last_check": json.dumps(result)})
+            update_row(db, "cases", case_id, {"last_check": json.dumps(result)})
 
 
 def delete_case(db, case_id):
     with write_transaction(db):
-        if not db["cases"].count_where("id = ?", [case_id]):
+        if not execute(db, "DELETE FROM cases WHERE id = :id", {"id": case_id}).rowcount:
             raise NotFound(f"No case with id {case_id}.")
-        db["cases"].delete(case_id)

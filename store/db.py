@@ -1,18 +1,21 @@
-"""The database connection: one sqlite-utils Database per request, taken from a pool of idle ones, kept on `g` and
-given back at teardown; and the one helper every write goes through.
+"""The database: one SQLAlchemy Engine per database URL per process (its pool holds the connections), one connection
+per request kept on `g` and given back at teardown, and the helpers every write goes through.
 
-Outside a request (the CLI at start-up, migrations) use `open_db(path)`. Every connection switches foreign
-keys on, which SQLite leaves off by default.
+The URL is `TOOLGATE_DATABASE_URL` (`sqlite:///…`, the default, or `postgresql://…`); without it, the SQLite file
+`TOOLGATE_DATABASE` names (instance/toolgate.db). Outside a request (the CLI at start-up, migrations, a streamed
+answer's recording) use `open_db(url_or_path)`, or `pooled_db(url)` as a context manager.
 
 Under gevent (`make run`) a query holds up every other request of its worker process while it runs, waiting for a
 lock included: a write transaction never waits on the network (nothing in store/ asks a model inside one).
 
-`write_transaction(db)` is the only way store/ writes. sqlite-utils' `db.atomic()` begins a deferred transaction
-and then reads the schema inside it; when another connection commits in between, the upgrade to a write lock
-fails at once with "database is locked", whatever the busy timeout. `BEGIN IMMEDIATE` takes the write lock when
-the transaction begins, and waits up to the busy timeout for it, so writers queue instead of failing. A write that
-many requests make at the same moment (a run recorded) goes through `write_together(db, write)`, which commits them
-in one transaction of that kind.
+Transactions. Every driver connection runs in autocommit, so a read is never held in a transaction (a request's
+reads each see what is committed at that moment, as the live pages need). `write_transaction(db)` is the only way
+store/ writes: it begins a real transaction, which the `begin` event hook starts with `BEGIN IMMEDIATE` on SQLite
+(the way SQLAlchemy's documentation drives pysqlite's transactions itself): a deferred transaction that reads first
+fails at once with "database is locked" when another connection commits in between, whatever the busy timeout,
+while `BEGIN IMMEDIATE` takes the write lock when it begins and waits up to the busy timeout for it, so writers
+queue instead of failing. Inside another one it is a savepoint. A write that many requests make at the same moment
+(a run recorded) goes through `write_together(db, write)`, which commits them in one such transaction.
 """
 
 import os
@@ -22,44 +25,125 @@ import time
 from collections import OrderedDict
 from contextlib import contextmanager
 
-import sqlite_utils
 from flask import current_app, g
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import make_url
 
 BUSY_TIMEOUT_MS = 10_000
+WRITING = "toolgate_writing"  # set in a connection's `info` while write_transaction holds its transaction
+# Connections a process keeps idle per database for the next burst: more are opened when none is idle (the pool
+# never makes a request wait), since under gevent a worker holds as many as it has requests in flight.
+IDLE_PER_DATABASE = 256
+ENGINES = 4  # only the databases used last keep their pools (more are opened in the tests only, each its own)
 
 
-def open_db(path, any_thread=False):
-    """A connection to the database file; `any_thread`: one thread at a time may use it, whichever (the pool's)."""
-    db = sqlite_utils.Database(sqlite3.connect(path, check_same_thread=not any_thread))
-    db.execute("PRAGMA foreign_keys=ON")
-    db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    # With WAL, NORMAL survives an application crash and only fsyncs at checkpoints: each stored run is cheaper.
-    db.execute("PRAGMA synchronous=NORMAL")
-    # A savepoint journals each page it changes first (every write of a group commit has one): in memory, not in
-    # a temporary file created, written and deleted by every transaction.
-    db.execute("PRAGMA temp_store=MEMORY")
-    return db
+def database_url(setting):
+    """The URL of a database setting: a URL as it is, a file path as the SQLite database in that file."""
+    setting = str(setting)
+    return setting if "://" in setting else f"sqlite:///{setting}"
+
+
+def sqlite_path(url):
+    """The file of a SQLite URL; None for another engine or an in-memory database."""
+    parsed = make_url(database_url(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return parsed.database
+
+
+def describe(url):
+    """How messages name a database: a SQLite file by its path, another by its URL without the password."""
+    return sqlite_path(url) or make_url(database_url(url)).render_as_string(hide_password=True)
+
+
+def _on_sqlite_connect(dbapi_connection, _record):
+    # The driver in autocommit: transactions are begun by hand (the `begin` hook), never implicitly by pysqlite.
+    dbapi_connection.isolation_level = None
+    for pragma in (
+        "journal_mode=WAL",  # readers never block the writer (an in-memory database stays in memory)
+        "foreign_keys=ON",  # SQLite leaves them off by default
+        f"busy_timeout={BUSY_TIMEOUT_MS}",
+        # With WAL, NORMAL survives an application crash and only fsyncs at checkpoints: each stored run is cheaper.
+        "synchronous=NORMAL",
+        # A savepoint journals each page it changes first (every write of a group commit has one): in memory, not in
+        # a temporary file created, written and deleted by every transaction.
+        "temp_store=MEMORY",
+    ):
+        dbapi_connection.execute(f"PRAGMA {pragma}")
+
+
+def _begin_writes(connection):
+    """SQLAlchemy begins a transaction before the first statement of a connection: only a write transaction is
+    begun in the database, and on SQLite with the write lock."""
+    if connection.info.get(WRITING):
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.dialect.name == "sqlite" else "BEGIN")
+
+
+def _build_engine(url):
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(
+            parsed,
+            connect_args={"check_same_thread": False},
+            pool_size=IDLE_PER_DATABASE,
+            max_overflow=-1,
+        )
+        event.listen(engine, "connect", _on_sqlite_connect)
+    else:
+        engine = create_engine(
+            parsed.set(drivername="postgresql+psycopg"),
+            isolation_level="AUTOCOMMIT",
+            pool_size=IDLE_PER_DATABASE,
+            max_overflow=-1,
+            pool_pre_ping=True,
+        )
+    event.listen(engine, "begin", _begin_writes)
+    return engine
+
+
+_engines = OrderedDict()  # url -> Engine, last used last
+_engines_lock = threading.Lock()
+
+
+def engine_for(url_or_path):
+    """The process's Engine for a database URL (or a SQLite file's path)."""
+    url = database_url(url_or_path)
+    with _engines_lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = _build_engine(url)
+        _engines.move_to_end(url)
+        retired = [_engines.popitem(last=False)[1] for _ in range(len(_engines) - ENGINES)]
+    for unused in retired:
+        unused.dispose(close=False)  # the connections in use close when their holders give them back
+    return engine
+
+
+def open_db(url_or_path):
+    """A connection of the database's pool, for work outside a request; `close()` gives it back."""
+    return engine_for(url_or_path).connect()
+
+
+def is_sqlite(db):
+    return db.dialect.name == "sqlite"
 
 
 @contextmanager
 def write_transaction(db):
     """One write transaction that holds the write lock from its first statement: committed when the block ends,
     rolled back if it raises. Inside another one it is a savepoint of the outer transaction."""
-    if db.conn.in_transaction:
-        with db.atomic():
+    if db.info.get(WRITING):
+        with db.begin_nested():
             yield db
         return
-    db.conn.execute("BEGIN IMMEDIATE")
+    if db.in_transaction():  # only reads ran since the last write: nothing is held in the database
+        db.commit()
+    db.info[WRITING] = True
     try:
-        yield db
-    except BaseException:
-        db.rollback()
-        raise
-    try:
-        db.conn.execute("COMMIT")
-    except BaseException:
-        db.rollback()
-        raise
+        with db.begin():
+            yield db
+    finally:
+        db.info.pop(WRITING, None)
 
 
 class _Write:
@@ -71,7 +155,7 @@ class _Write:
 
 
 class _GroupCommit:
-    """The writes waiting to be committed to one database file, and whether a request is committing them."""
+    """The writes waiting to be committed to one database, and whether a request is committing them."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -79,7 +163,11 @@ class _GroupCommit:
         self.committing = False
 
 
-_groups = {}  # database path -> _GroupCommit
+class WriteNotCommitted(RuntimeError):
+    """The request committing a group's writes was stopped before they were committed."""
+
+
+_groups = {}  # database URL -> _GroupCommit
 _groups_lock = threading.Lock()
 
 
@@ -91,13 +179,13 @@ def write_together(db, write):
 
     The first request to hand one in commits: it lets the other requests that are ready run first (under gevent,
     those whose answer came in meanwhile), so they can join, then commits on its connection whatever has come in.
-    Inside a transaction already, or on a database without a file, the write runs on its own."""
-    path = None if db.conn.in_transaction else db.execute("PRAGMA database_list").fetchone()[2]
-    if not path:
+    Inside a write transaction already, or on an in-memory database, the write runs on its own."""
+    url = db.engine.url
+    if db.info.get(WRITING) or (url.get_backend_name() == "sqlite" and sqlite_path(str(url)) is None):
         with write_transaction(db):
             return write(db)
     with _groups_lock:
-        group = _groups.setdefault(path, _GroupCommit())
+        group = _groups.setdefault(str(url), _GroupCommit())
     mine = _Write(write)
     with group.lock:
         group.waiting.append(mine)
@@ -135,7 +223,7 @@ def _commit_waiting(db, group):
             for pending in batch:
                 pending.error = error
         except BaseException:
-            stopped = sqlite3.OperationalError("The write was not committed: the request committing it was stopped.")
+            stopped = WriteNotCommitted("The write was not committed: the request committing it was stopped.")
             with group.lock:
                 batch += group.waiting
                 group.waiting = []
@@ -149,13 +237,13 @@ def _commit_waiting(db, group):
 
 
 def backup(db, path):
-    """Copy the database to a new file at `path` with SQLite's online backup: one consistent snapshot, taken while
-    others keep reading and writing (in WAL mode a reader blocks no writer). The copy is one self-contained file.
-    It is written beside `path` first and renamed into place, so a failed backup leaves no half-written file."""
+    """Copy a SQLite database to a new file at `path` with SQLite's online backup: one consistent snapshot, taken
+    while others keep reading and writing (in WAL mode a reader blocks no writer). The copy is one self-contained
+    file. It is written beside `path` first and renamed into place, so a failed backup leaves no half-written file."""
     partial = f"{path}.partial"
     target = sqlite3.connect(partial)
     try:
-        db.conn.backup(target)
+        db.connection.driver_connection.backup(target)
         target.execute("PRAGMA journal_mode=DELETE")  # no -wal file beside the copy
         target.close()
         os.replace(partial, path)
@@ -174,72 +262,29 @@ def restrict_to_owner(path):
             os.chmod(name, 0o600)
 
 
-class _ConnectionPool:
-    """Idle connections per database file, handed to one request at a time. Opening a connection costs more than
-    the queries of a proxied request (about 1.4 ms, half of it CPU, parsing the schema); and SQLite checkpoints the
-    WAL, fsync included, when the last connection to a database closes, which a request closing its own paid for
-    every time. A request holds its connection until it ends, so under gevent (`make run`) a worker holds as many
-    as it has requests in flight: more are opened when none is idle (the pool never makes a request wait), and up
-    to IDLE_PER_DATABASE are kept for the next burst (about 150 KB each). Only the databases used last stay open
-    (more are opened in the tests only, each of which has its own)."""
-
-    DATABASES = 4
-    IDLE_PER_DATABASE = 256
-
-    def __init__(self):
-        self._idle = OrderedDict()  # database path -> idle Databases, last returned last
-        self._lock = threading.Lock()
-
-    def take(self, path):
-        with self._lock:
-            idle = self._idle.get(path)
-            if idle:
-                return idle.pop()
-        return open_db(path, any_thread=True)
-
-    def give_back(self, path, db):
-        if db.conn.in_transaction:  # a request that failed inside a transaction it opened by hand
-            db.conn.rollback()
-        closing = []
-        with self._lock:
-            idle = self._idle.setdefault(path, [])
-            self._idle.move_to_end(path)
-            if len(idle) < self.IDLE_PER_DATABASE:
-                idle.append(db)
-            else:
-                closing.append(db)
-            while len(self._idle) > self.DATABASES:
-                closing.extend(self._idle.popitem(last=False)[1])
-        for unused in closing:
-            unused.close()
-
-
-_pool = _ConnectionPool()
-
-
 def get_db():
     """The request's connection, from the pool; back to it at teardown."""
     if "db" not in g:
-        g.db_path = current_app.config["DATABASE"]
-        g.db = _pool.take(g.db_path)
+        g.db = open_db(current_app.config["DATABASE_URL"])
     return g.db
 
 
 @contextmanager
-def pooled_db(path):
+def pooled_db(url):
     """A connection from the pool for work that outlives its request (a streamed answer's recording)."""
-    db = _pool.take(path)
+    db = open_db(url)
     try:
         yield db
     finally:
-        _pool.give_back(path, db)
+        db.close()
 
 
 def close_db(exception=None):
     db = g.pop("db", None)
     if db is not None:
-        _pool.give_back(g.pop("db_path"), db)
+        db.close()
 
 
 def init_app(app):
+    app.config["DATABASE_URL"] = database_url(app.config.get("DATABASE_URL") or app.config["DATABASE"])
     app.teardown_appcontext(close_db)

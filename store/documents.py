@@ -7,7 +7,7 @@ import re
 from engine.config import LABEL_MAX, check_text
 from engine.tools.documents import TITLE_WEIGHT, fts_query
 
-from . import ValidationError, get_row, now, row_exists
+from . import ValidationError, execute, get_row, insert_row, now, row_exists, select_rows, update_row
 from .db import write_transaction
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
@@ -40,10 +40,8 @@ def validate_document(data):
 
 def list_documents(db):
     """Every document without its body: {"id", "title", "updated_at", "length"}, by title."""
-    return list(
-        db.query(
-            "SELECT id, title, updated_at, length(body) AS length FROM documents ORDER BY title COLLATE NOCASE, id"
-        )
+    return select_rows(
+        db, "SELECT id, title, updated_at, length(body) AS length FROM documents ORDER BY lower(title), id"
     )
 
 
@@ -60,7 +58,7 @@ def create_document(db, data):
     with write_transaction(db):
         if document_exists(db, document["id"]):
             raise ValidationError({"id": f'is already used by another document ("{document["id"]}")'})
-        db["documents"].insert({**document, "updated_at": now()})
+        insert_row(db, "documents", {**document, "updated_at": now()})
     return get_document(db, document["id"])
 
 
@@ -68,14 +66,14 @@ def update_document(db, doc_id, data):
     document = validate_document({**data, "id": doc_id})
     with write_transaction(db):
         get_document(db, doc_id)
-        db["documents"].update(doc_id, {"title": document["title"], "body": document["body"], "updated_at": now()})
+        update_row(db, "documents", doc_id, {"title": document["title"], "body": document["body"], "updated_at": now()})
     return get_document(db, doc_id)
 
 
 def delete_document(db, doc_id):
     with write_transaction(db):
         get_document(db, doc_id)
-        db["documents"].delete(doc_id)
+        execute(db, "DELETE FROM documents WHERE id = :id", {"id": doc_id})
 
 
 def import_documents(db, documents, replace=False):
@@ -88,11 +86,14 @@ def import_documents(db, documents, replace=False):
             if document_exists(db, document["id"]):
                 if not replace:
                     continue
-                db["documents"].update(
-                    document["id"], {"title": document["title"], "body": document["body"], "updated_at": now()}
+                update_row(
+                    db,
+                    "documents",
+                    document["id"],
+                    {"title": document["title"], "body": document["body"], "updated_at": now()},
                 )
             else:
-                db["documents"].insert({**document, "updated_at": now()})
+                insert_row(db, "documents", {**document, "updated_at": now()})
             written.append(document["id"])
     return written
 
@@ -105,21 +106,20 @@ class DocumentTable:
         self.db = db
 
     def list_documents(self):
-        return list(self.db.query("SELECT id, title FROM documents ORDER BY title, id"))
+        return select_rows(self.db, "SELECT id, title FROM documents ORDER BY title, id")
 
     def get(self, doc_id):
-        rows = list(self.db.query("SELECT id, title, body FROM documents WHERE id = ?", [doc_id]))
+        rows = select_rows(self.db, "SELECT id, title, body FROM documents WHERE id = :id", {"id": doc_id})
         return rows[0] if rows else None
 
     def search(self, query, limit=3):
         match = fts_query(query)
         if not match or limit < 1:
             return []
-        return list(
-            self.db.query(
-                "SELECT documents.id, documents.title, documents.body FROM documents_fts "
-                "JOIN documents ON documents.rowid = documents_fts.rowid WHERE documents_fts MATCH ? "
-                "ORDER BY bm25(documents_fts, ?, 1.0), documents.id LIMIT ?",
-                [match, TITLE_WEIGHT, limit],
-            )
+        return select_rows(
+            self.db,
+            "SELECT documents.id, documents.title, documents.body FROM documents_fts "
+            "JOIN documents ON documents.rowid = documents_fts.rowid WHERE documents_fts MATCH :match "
+            "ORDER BY bm25(documents_fts, :title_weight, 1.0), documents.id LIMIT :limit",
+            {"match": match, "title_weight": TITLE_WEIGHT, "limit": limit},
         )

@@ -12,6 +12,8 @@ The column names go into the SQL: they come from the code, never from the reques
 
 from dataclasses import dataclass
 
+from . import execute, select_rows, select_value
+
 ID_MAX = 2**63 - 1  # the largest id SQLite stores; above it a query fails
 NO_AGENT = ""  # how the counts table records rows without an agent (a NULL is never equal to itself)
 
@@ -25,32 +27,32 @@ class Page:
 
 
 def _where(filters, condition=None):
-    clauses = [f"{column} = ?" for column in filters] + ([condition] if condition else [])
+    clauses = [f"{column} = :{column}" for column in filters] + ([condition] if condition else [])
     return (" WHERE " + " AND ".join(clauses)) if clauses else ""
 
 
 def _rows(db, table, select, filters, condition, bound, order, limit, offset=0):
-    parameters = [*filters.values(), *([bound] if condition else []), limit, offset]
-    sql = f"SELECT {select} FROM {table}{_where(filters, condition)} ORDER BY id {order} LIMIT ? OFFSET ?"
-    return [dict(row) for row in db.query(sql, parameters)]
+    parameters = {**filters, "bound": bound, "limit": limit, "offset": offset}
+    sql = f"SELECT {select} FROM {table}{_where(filters, condition)} ORDER BY id {order} LIMIT :limit OFFSET :offset"
+    return select_rows(db, sql, parameters)
 
 
 def _exists(db, table, filters, condition, bound):
     sql = f"SELECT 1 FROM {table}{_where(filters, condition)} LIMIT 1"
-    return db.execute(sql, [*filters.values(), bound]).fetchone() is not None
+    return select_value(db, sql, {**filters, "bound": bound}) is not None
 
 
 def total(db, counts_table, filters):
     """How many rows match `filters`, from the counts table."""
     filters = {column: value for column, value in filters.items() if value}
     sql = f"SELECT coalesce(sum(count), 0) FROM {counts_table}{_where(filters)}"
-    return db.execute(sql, list(filters.values())).fetchone()[0]
+    return select_value(db, sql, filters)
 
 
 def agent_ids(db, counts_table):
     """Every agent id the list has rows of, for its filter."""
-    sql = f"SELECT DISTINCT agent_id FROM {counts_table} WHERE agent_id != ? ORDER BY agent_id"
-    return [row[0] for row in db.execute(sql, [NO_AGENT])]
+    sql = f"SELECT DISTINCT agent_id FROM {counts_table} WHERE agent_id != :no_agent ORDER BY agent_id"
+    return execute(db, sql, {"no_agent": NO_AGENT}).scalars().all()
 
 
 def history_page(db, table, counts_table, filters, select, per_page, before=None, after=None):
@@ -60,20 +62,20 @@ def history_page(db, table, counts_table, filters, select, per_page, before=None
     filters = {column: value for column, value in filters.items() if value}
     count = total(db, counts_table, filters)
     if after is not None:
-        rows = _rows(db, table, select, filters, "id > ?", after, "ASC", per_page + 1)
+        rows = _rows(db, table, select, filters, "id > :bound", after, "ASC", per_page + 1)
         if len(rows) > per_page:
             rows = rows[:per_page][::-1]
-            older = rows[-1]["id"] if _exists(db, table, filters, "id < ?", rows[-1]["id"]) else None
+            older = rows[-1]["id"] if _exists(db, table, filters, "id < :bound", rows[-1]["id"]) else None
             return Page(rows, count, newer=rows[0]["id"], older=older)
         before = None
-    condition = "id < ?" if before is not None else None
+    condition = "id < :bound" if before is not None else None
     rows = _rows(db, table, select, filters, condition, before, "DESC", per_page + 1)
     if not rows and before is not None:
         return history_page(db, table, counts_table, filters, select, per_page)
     older = rows[per_page - 1]["id"] if len(rows) > per_page else None
     rows = rows[:per_page]
     newer = None
-    if before is not None and _exists(db, table, filters, "id > ?", rows[0]["id"]):
+    if before is not None and _exists(db, table, filters, "id > :bound", rows[0]["id"]):
         newer = rows[0]["id"]
     return Page(rows, count, newer=newer, older=older)
 

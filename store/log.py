@@ -2,7 +2,7 @@
 one. The engine hands the entries back with the run (`run["log"]`); they are written with the run, in its
 transaction. Entries from the gate API have no run."""
 
-from . import history, now
+from . import execute, history, now
 
 LEVELS = ("error", "warning", "info")
 # What the policy and the proxy log, by kind: the restriction (the seed's policy violation), every other rejection,
@@ -25,13 +25,24 @@ PER_PAGE = 50
 def add_entries(db, entries, run_id=None, created_at=None):
     """Append log entries ({level, kind, agent_id, message}); the caller holds the transaction if it needs one."""
     created_at = created_at or now()
-    db.conn.executemany(
-        "INSERT INTO log (created_at, level, kind, agent_id, run_id, message) VALUES (?, ?, ?, ?, ?, ?)",
-        [
-            (created_at, entry["level"], entry["kind"], entry.get("agent_id"), run_id, entry["message"])
-            for entry in entries
-        ],
-    )
+    rows = [
+        {
+            "created_at": created_at,
+            "level": entry["level"],
+            "kind": entry["kind"],
+            "agent_id": entry.get("agent_id"),
+            "run_id": run_id,
+            "message": entry["message"],
+        }
+        for entry in entries
+    ]
+    if rows:
+        execute(
+            db,
+            "INSERT INTO log (created_at, level, kind, agent_id, run_id, message) "
+            "VALUES (:created_at, :level, :kind, :agent_id, :run_id, :message)",
+            rows,
+        )
 
 
 def list_entries(db, agent_id=None, level=None, before=None, after=None, per_page=PER_PAGE, kind=None):
@@ -43,7 +54,7 @@ def list_entries(db, agent_id=None, level=None, before=None, after=None, per_pag
 
 def log_kinds(db):
     """KINDS, then any other kind the entries have, for the filter."""
-    found = [row[0] for row in db.execute("SELECT DISTINCT kind FROM log_counts ORDER BY kind")]
+    found = execute(db, "SELECT DISTINCT kind FROM log_counts ORDER BY kind").scalars().all()
     return [*KINDS, *(kind for kind in found if kind and kind not in KINDS)]
 
 

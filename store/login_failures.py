@@ -6,6 +6,7 @@ the first of them is recorded. Failures older than an hour are forgotten."""
 import time
 from typing import NamedTuple
 
+from . import execute
 from .db import write_transaction
 
 KEPT_SECONDS = 3600
@@ -26,18 +27,22 @@ def start_attempt(db, client, wait_for):
     `attempt_succeeded` clears it."""
     moment = time.time()
     with write_transaction(db):
-        db.execute("DELETE FROM login_failures WHERE failed_at < ?", [moment - KEPT_SECONDS])
-        client_count, client_latest = db.execute(
-            "SELECT count(*), max(failed_at) FROM login_failures WHERE client = ?", [client]
+        execute(db, "DELETE FROM login_failures WHERE failed_at < :oldest", {"oldest": moment - KEPT_SECONDS})
+        client_count, client_latest = execute(
+            db, "SELECT count(*), max(failed_at) FROM login_failures WHERE client = :client", {"client": client}
         ).fetchone()
-        overall_count, overall_latest = db.execute("SELECT count(*), max(failed_at) FROM login_failures").fetchone()
+        overall_count, overall_latest = execute(db, "SELECT count(*), max(failed_at) FROM login_failures").fetchone()
         wait = wait_for(Failures(client_count, client_latest, overall_count, overall_latest), moment)
         if wait is None:
-            db.execute("INSERT INTO login_failures (client, failed_at) VALUES (?, ?)", [client, moment])
+            execute(
+                db,
+                "INSERT INTO login_failures (client, failed_at) VALUES (:client, :moment)",
+                {"client": client, "moment": moment},
+            )
     return wait
 
 
 def attempt_succeeded(db, client):
     """The right password: the client's failures are forgotten."""
     with write_transaction(db):
-        db.execute("DELETE FROM login_failures WHERE client = ?", [client])
+        execute(db, "DELETE FROM login_failures WHERE client = :client", {"client": client})

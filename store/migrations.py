@@ -9,12 +9,15 @@ Databases made before this module used sqlite-utils' mechanism recorded their st
 """
 
 import json
+import sqlite3
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
+import sqlite_utils
 from sqlite_utils import Migrations
 
 from . import run_charts, run_format
-from .db import write_transaction
+from .db import BUSY_TIMEOUT_MS, sqlite_path
 
 migrations = Migrations("toolgate")
 
@@ -389,6 +392,39 @@ def _log_kinds(db):
         db["log"].create_index([*columns, "id"])
 
 
+@contextmanager
+def write_transaction(db):
+    """A write transaction on the sqlite-utils Database of the steps, holding the write lock from its start."""
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield db
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.conn.rollback()
+        raise
+    try:
+        db.conn.execute("COMMIT")
+    except BaseException:
+        db.conn.rollback()
+        raise
+
+
+@contextmanager
+def steps_database(connection):
+    """The sqlite-utils Database the steps run on: the file of the SQLAlchemy `connection`, on a connection of
+    its own."""
+    db = sqlite_utils.Database(sqlite3.connect(sqlite_path(str(connection.engine.url))))
+    try:
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        yield db
+    finally:
+        db.close()
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
@@ -397,7 +433,7 @@ def _carry_over_legacy_names(db):
         if LEGACY_TABLE not in db.table_names():  # another process carried them over first
             return
         migrations.ensure_migrations_table(db)
-        recorded = set(applied_migrations(db))
+        recorded = set(_applied(db))
         for row in db[LEGACY_TABLE].rows_where(order_by="name"):
             if row["name"] not in recorded:
                 _record(db, row["name"], row["applied_at"])
@@ -409,26 +445,37 @@ def _record(db, name, applied_at=None):
     db[migrations.migrations_table].insert({"migration_set": migrations.name, "name": name, "applied_at": applied_at})
 
 
-def applied_migrations(db):
+def applied_migrations(connection):
+    with steps_database(connection) as db:
+        return _applied(db)
+
+
+def _applied(db):
     return [migration.name for migration in migrations.applied(db)]
 
 
-def created_since(db, seconds):
+def created_since(connection, seconds):
     """Whether every step was applied in the last `seconds`: a database just created (by a command that ran a
     moment before, as `make run`'s check-host does), not one that was upgraded or has been in use."""
-    times = [row["applied_at"] for row in db.query(f"SELECT applied_at FROM {migrations.migrations_table}")]
+    with steps_database(connection) as db:
+        times = [row["applied_at"] for row in db.query(f"SELECT applied_at FROM {migrations.migrations_table}")]
     if not times:
         return False
     oldest = min(datetime.fromisoformat(applied_at) for applied_at in times)
     return (datetime.now(UTC) - oldest).total_seconds() <= seconds
 
 
-def migrate(db):
+def migrate(connection):
     """Apply every step not yet recorded, in order. Returns the names applied (empty when up to date).
 
     Two processes may start on one database file at once: each step is applied under the write lock, after
     checking again that the other process has not applied it meanwhile. A non-transactional step runs before
     the lock is taken, so it must be harmless to run twice (switching to WAL is)."""
+    with steps_database(connection) as db:
+        return _migrate(db)
+
+
+def _migrate(db):
     _carry_over_legacy_names(db)
     with write_transaction(db):
         migrations.ensure_migrations_table(db)
@@ -437,7 +484,7 @@ def migrate(db):
         if not step.transactional:
             step.fn(db)
         with write_transaction(db):
-            if step.name in applied_migrations(db):
+            if step.name in _applied(db):
                 continue
             if step.transactional:
                 step.fn(db)

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
 from engine.providers import REQUEST_FIELDS
 
-from . import ValidationError, get_row, row_exists
+from . import ValidationError, execute, get_row, insert_row, row_exists, select_rows, update_row
 from .db import write_transaction
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -162,7 +162,7 @@ def api_key_is_set(provider, key_variables=()):
 
 
 def list_providers(db):
-    return [_from_row(row) for row in db["providers"].rows_where(order_by="label COLLATE NOCASE, id")]
+    return [_from_row(row) for row in select_rows(db, "SELECT * FROM providers ORDER BY lower(label), id")]
 
 
 def get_provider(db, provider_id):
@@ -174,7 +174,7 @@ def create_provider(db, data, key_variables=()):
     with write_transaction(db):
         if row_exists(db, "providers", provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
-        db["providers"].insert(_to_row(provider))
+        insert_row(db, "providers", _to_row(provider))
     return get_provider(db, provider["id"])
 
 
@@ -182,7 +182,7 @@ def update_provider(db, provider_id, data, key_variables=()):
     provider = validate_provider({**data, "id": provider_id}, key_variables)
     with write_transaction(db):
         get_provider(db, provider_id)
-        db["providers"].update(provider_id, _to_row(provider))
+        update_row(db, "providers", provider_id, _to_row(provider))
     return get_provider(db, provider_id)
 
 
@@ -197,4 +197,4 @@ def delete_provider(db, provider_id):
             raise ValidationError(
                 {"id": f"is used by the agent(s) {', '.join(users)}: switch them to another provider first"}
             )
-        db["providers"].delete(provider_id)
+        execute(db, "DELETE FROM providers WHERE id = :id", {"id": provider_id})

@@ -27,7 +27,9 @@ def save_response(db, agent_id, run_id, kept):
 def find_response(db, agent_id, response_id):
     """{"response", "input", "run_id"} of the agent's kept response with that id, or None."""
     rows = select_rows(
-        db, "SELECT input, response, run_id FROM responses WHERE id = ? AND agent_id = ?", [response_id, agent_id]
+        db,
+        "SELECT input, response, run_id FROM responses WHERE id = :id AND agent_id = :agent_id",
+        {"id": response_id, "agent_id": agent_id},
     )
     if not rows:
         return None

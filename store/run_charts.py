@@ -12,6 +12,8 @@ and reason). A chart reads a counts table, never the runs, so it costs the same 
 import json
 from collections import Counter
 
+from . import execute
+
 DAYS = 14  # the days the runs-per-day chart shows, ending with the latest day that has runs
 
 
@@ -37,11 +39,11 @@ def chart_columns(run):
 
 
 def _where(filters):
-    clauses, parameters = [], []
+    clauses, parameters = [], {}
     for column, value in filters.items():
         if value is not None:  # "" is a filter: the runs that have not ended have no stop reason
-            clauses.append(f"{column} = ?")
-            parameters.append(value)
+            clauses.append(f"{column} = :{column}")
+            parameters[column] = value
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", parameters
 
 
@@ -53,17 +55,19 @@ def run_charts(db, agent_id=None, stop_reason=None, source=None, api=None):
     where, parameters = _where(filters)
     by_day = {}
     last_days = f"SELECT DISTINCT day FROM run_chart_counts{where} ORDER BY day DESC LIMIT {DAYS}"
-    days = sorted(row[0] for row in db.execute(last_days, parameters))
+    days = sorted(execute(db, last_days, parameters).scalars())
     if days:
-        day_clause = (" AND " if where else " WHERE ") + "day >= ?"
+        day_clause = (" AND " if where else " WHERE ") + "day >= :first_day"
         sql = f"SELECT day, stop_reason, sum(count) FROM run_chart_counts{where}{day_clause} GROUP BY day, stop_reason"
-        for day, reason, count in db.execute(sql, [*parameters, days[0]]):
+        for day, reason, count in execute(db, sql, {**parameters, "first_day": days[0]}):
             by_day.setdefault(day, {})[reason] = count
-    rounds = db.execute(
+    rounds = execute(
+        db,
         f"SELECT rounds_used, sum(count) FROM run_chart_counts{where} GROUP BY rounds_used ORDER BY rounds_used",
         parameters,
     ).fetchall()
-    rejections = db.execute(
+    rejections = execute(
+        db,
         f"SELECT tool, reason, sum(count) AS calls FROM rejection_counts{where} GROUP BY tool, reason "
         "ORDER BY calls DESC, tool, reason LIMIT 12",
         parameters,

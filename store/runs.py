@@ -17,7 +17,7 @@ from dataclasses import replace
 from engine.round import AWAITING_CLIENT
 from engine.types import ABANDONED, AWAITING, FINISHED, INTERRUPTED, RUNNING
 
-from . import get_row, history, insert_row, now, select_rows
+from . import execute, get_row, history, insert_row, now, select_rows, select_value, update_row
 from . import log as log_store
 from .db import write_together, write_transaction
 from .run_charts import chart_columns
@@ -108,7 +108,8 @@ def claim_run(db, run_id, claim, lease_until):
     """Hold the run until `lease_until` for one of CLAIMS, if it may be held for it now. True when the caller now
     holds it."""
     with write_transaction(db):
-        cursor = db.execute(
+        cursor = execute(
+            db,
             f"UPDATE runs SET stepping = 1, lease_until = :lease_until WHERE id = :id AND {CLAIMS[claim]}",
             {"lease_until": lease_until, "id": run_id, "now": time.time()},
         )
@@ -129,13 +130,15 @@ def save_step(db, run_id, next_state, lease_until, logged, hold=False):
     that came in during the step is either seen here or finds the run let go (and stops it itself)."""
     with write_transaction(db):
         # A write first, so that the transaction holds the write lock before it reads.
-        (stop_requested,) = db.execute(
-            "UPDATE runs SET stepping = 0 WHERE id = ? RETURNING stop_requested", [run_id]
-        ).fetchone()
+        stop_requested = select_value(
+            db, "UPDATE runs SET stepping = 0 WHERE id = :id RETURNING stop_requested", {"id": run_id}
+        )
         state = next_state(bool(stop_requested))
         run = state["run"]
         finished = run["state"] == FINISHED
-        db["runs"].update(
+        update_row(
+            db,
+            "runs",
             run_id,
             {
                 **_row(run),
@@ -151,13 +154,17 @@ def save_step(db, run_id, next_state, lease_until, logged, hold=False):
 def let_go(db, run_id):
     """A step that failed before it could store anything lets the run go as it was."""
     with write_transaction(db):
-        db.execute("UPDATE runs SET stepping = 0 WHERE id = ?", [run_id])
+        execute(db, "UPDATE runs SET stepping = 0 WHERE id = :id", {"id": run_id})
 
 
 def request_stop(db, run_id):
     """Mark a run that has not ended to stop after its current step. False when it has ended (or does not exist)."""
     with write_transaction(db):
-        cursor = db.execute("UPDATE runs SET stop_requested = 1 WHERE id = ? AND state != ?", [run_id, FINISHED])
+        cursor = execute(
+            db,
+            "UPDATE runs SET stop_requested = 1 WHERE id = :id AND state != :finished",
+            {"id": run_id, "finished": FINISHED},
+        )
     return cursor.rowcount == 1
 
 
@@ -194,19 +201,20 @@ def continue_run(db, run_id, run, conversation_key, new_log):
     `conversation_key`): then nothing is written and the answer is None. Returns the run as stored."""
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     row = _row(result)
-    assignments = ", ".join(f"{column} = ?" for column in row)
+    assignments = ", ".join(f"{column} = :{column}" for column in row)
 
     def write(db):
-        updated = db.execute(
-            f"UPDATE runs SET {assignments} WHERE id = ? AND conversation_key = ? RETURNING created_at",
-            [*row.values(), run_id, conversation_key],
-        ).fetchone()
-        if updated is not None:
+        created_at = select_value(
+            db,
+            f"UPDATE runs SET {assignments} WHERE id = :run_id AND conversation_key = :was_key RETURNING created_at",
+            {**row, "run_id": run_id, "was_key": conversation_key},
+        )
+        if created_at is not None:
             log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
-        return updated
+        return created_at
 
-    updated = write_together(db, write)
-    return None if updated is None else {"id": run_id, **result, "created_at": updated[0]}
+    created_at = write_together(db, write)
+    return None if created_at is None else {"id": run_id, **result, "created_at": created_at}
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):
@@ -215,8 +223,8 @@ def proxied_run_with_conversation(db, agent_id, conversation_key):
     then already hold the results this request brings."""
     rows = select_rows(
         db,
-        "SELECT * FROM runs WHERE agent_id = ? AND conversation_key = ? ORDER BY id DESC LIMIT 1",
-        [agent_id, conversation_key],
+        "SELECT * FROM runs WHERE agent_id = :agent_id AND conversation_key = :key ORDER BY id DESC LIMIT 1",
+        {"agent_id": agent_id, "key": conversation_key},
     )
     return _run_from_row(rows[0]) if rows else None
 
@@ -244,7 +252,7 @@ def runs_in_state(db, state, agent_id=None, source=None, api=None):
             parameters[column] = value
     where = " AND ".join(conditions)
     rows = select_rows(db, f"SELECT {SUMMARY} FROM runs WHERE {where} ORDER BY id DESC LIMIT {STATE_PAGE}", parameters)
-    total = db.execute(f"SELECT count(*) FROM runs WHERE {where}", parameters).fetchone()[0]
+    total = select_value(db, f"SELECT count(*) FROM runs WHERE {where}", parameters)
     return _summaries(history.Page(rows, total, newer=None, older=None))
 
 
@@ -271,18 +279,21 @@ def run_agent_ids(db):
 
 def previous_run_id(db, run):
     """The id of the agent's run just before this one, or None."""
-    rows = list(db.query("SELECT MAX(id) AS id FROM runs WHERE agent_id = ? AND id < ?", [run["agent_id"], run["id"]]))
-    return rows[0]["id"] if rows else None
+    return select_value(
+        db,
+        "SELECT MAX(id) FROM runs WHERE agent_id = :agent_id AND id < :id",
+        {"agent_id": run["agent_id"], "id": run["id"]},
+    )
 
 
 def prune_runs(db, created_before, agent_id=None):
     """Delete the runs created before the ISO timestamp `created_before` (of one agent, or of all), their log
     entries and the proxy's responses kept of them, in one transaction: (runs deleted, log entries deleted).
     Entries from the gate API have no run and stay."""
-    where = "created_at < ?" + (" AND agent_id = ?" if agent_id is not None else "")
-    parameters = [created_before, *([agent_id] if agent_id is not None else [])]
+    where = "created_at < :created_before" + (" AND agent_id = :agent_id" if agent_id is not None else "")
+    parameters = {"created_before": created_before, "agent_id": agent_id}
     with write_transaction(db):
-        entries = db.execute(f"DELETE FROM log WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
-        db.execute(f"DELETE FROM responses WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
-        runs = db.execute(f"DELETE FROM runs WHERE {where}", parameters)
+        entries = execute(db, f"DELETE FROM log WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
+        execute(db, f"DELETE FROM responses WHERE run_id IN (SELECT id FROM runs WHERE {where})", parameters)
+        runs = execute(db, f"DELETE FROM runs WHERE {where}", parameters)
     return runs.rowcount, entries.rowcount

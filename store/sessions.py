@@ -11,6 +11,7 @@ import hmac
 import secrets
 import time
 
+from . import execute
 from .db import write_transaction
 
 # A session's last use is written at most this often: not one write per page, at the cost of this much accuracy.
@@ -27,10 +28,12 @@ def start_session(db, password_mark, idle_seconds):
     session_id = secrets.token_urlsafe(32)
     moment = time.time()
     with write_transaction(db):
-        db.execute("DELETE FROM login_sessions WHERE last_used_at < ?", [moment - idle_seconds])
-        db.execute(
-            "INSERT INTO login_sessions (id_hash, password_mark, created_at, last_used_at) VALUES (?, ?, ?, ?)",
-            [_digest(session_id), password_mark, moment, moment],
+        execute(db, "DELETE FROM login_sessions WHERE last_used_at < :oldest", {"oldest": moment - idle_seconds})
+        execute(
+            db,
+            "INSERT INTO login_sessions (id_hash, password_mark, created_at, last_used_at) "
+            "VALUES (:id_hash, :password_mark, :moment, :moment)",
+            {"id_hash": _digest(session_id), "password_mark": password_mark, "moment": moment},
         )
     return session_id
 
@@ -41,7 +44,9 @@ def session_is_live(db, session_id, password_mark, idle_seconds):
     if not isinstance(session_id, str) or not session_id:
         return False
     key = _digest(session_id)
-    found = db.execute("SELECT password_mark, last_used_at FROM login_sessions WHERE id_hash = ?", [key]).fetchone()
+    found = execute(
+        db, "SELECT password_mark, last_used_at FROM login_sessions WHERE id_hash = :id_hash", {"id_hash": key}
+    ).fetchone()
     if found is None:
         return False
     moment = time.time()
@@ -54,7 +59,11 @@ def session_is_live(db, session_id, password_mark, idle_seconds):
         return False
     if moment - last_used_at >= TOUCH_SECONDS:
         with write_transaction(db):
-            db.execute("UPDATE login_sessions SET last_used_at = ? WHERE id_hash = ?", [moment, key])
+            execute(
+                db,
+                "UPDATE login_sessions SET last_used_at = :moment WHERE id_hash = :id_hash",
+                {"moment": moment, "id_hash": key},
+            )
     return True
 
 
@@ -62,13 +71,13 @@ def end_session(db, session_id):
     """End the session `session_id` wherever its cookie was copied to."""
     if isinstance(session_id, str) and session_id:
         with write_transaction(db):
-            db.execute("DELETE FROM login_sessions WHERE id_hash = ?", [_digest(session_id)])
+            execute(db, "DELETE FROM login_sessions WHERE id_hash = :id_hash", {"id_hash": _digest(session_id)})
 
 
 def end_sessions_of_other_passwords(db, password_mark):
     """End every session not opened under `password_mark`; every session when it is None (the login is off)."""
     with write_transaction(db):
         if password_mark is None:
-            db.execute("DELETE FROM login_sessions")
+            execute(db, "DELETE FROM login_sessions")
         else:
-            db.execute("DELETE FROM login_sessions WHERE password_mark != ?", [password_mark])
+            execute(db, "DELETE FROM login_sessions WHERE password_mark != :mark", {"mark": password_mark})

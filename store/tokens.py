@@ -4,11 +4,12 @@ its digest, and the digest lets a request's token be found in one indexed lookup
 
 import hashlib
 import secrets
-import sqlite3
+
+from sqlalchemy.exc import IntegrityError
 
 from engine.config import check_text
 
-from . import ValidationError, get_row, now
+from . import ValidationError, execute, get_row, insert_row, now, select_rows, select_value
 from .db import write_transaction
 
 PREFIX = "tg_"  # so a token pasted somewhere it should not be is recognisable
@@ -34,14 +35,14 @@ def create_token(db, data):
     row = {"name": name, "token_hash": _digest(secret), "hint": secret[:HINT_LENGTH], "created_at": now()}
     try:
         with write_transaction(db):
-            table = db["api_tokens"].insert(row)
-    except sqlite3.IntegrityError:  # the unique index on the name
+            token_id = insert_row(db, "api_tokens", row)
+    except IntegrityError:  # the unique index on the name
         raise ValidationError({"name": f'is already the name of another token ("{name}")'}) from None
-    return get_token(db, table.last_pk), secret
+    return get_token(db, token_id), secret
 
 
 def list_tokens(db):
-    return list(db.query(f"SELECT {COLUMNS} FROM api_tokens ORDER BY name COLLATE NOCASE, id"))
+    return select_rows(db, f"SELECT {COLUMNS} FROM api_tokens ORDER BY lower(name), id")
 
 
 def get_token(db, token_id):
@@ -52,8 +53,8 @@ def get_token(db, token_id):
 def revoke_token(db, token_id):
     with write_transaction(db):
         get_token(db, token_id)
-        db["api_tokens"].delete(token_id)
+        execute(db, "DELETE FROM api_tokens WHERE id = :id", {"id": token_id})
 
 
 def token_is_valid(db, secret):
-    return db["api_tokens"].count_where("token_hash = ?", [_digest(secret)]) > 0
+    return select_value(db, "SELECT 1 FROM api_tokens WHERE token_hash = :hash", {"hash": _digest(secret)}) is not None

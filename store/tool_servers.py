@@ -19,7 +19,7 @@ from engine.config import LABEL_MAX, check_text
 from engine.tools import ToolRegistry
 from engine.tools.mcp import SEPARATOR, ServerConnection, registry_name, server_tools
 
-from . import NotFound, ValidationError, get_row, now, row_exists, select_rows
+from . import NotFound, ValidationError, execute, get_row, now, row_exists, select_rows, update_row
 from .db import write_transaction
 from .providers import ENV_NAME_PATTERN, HEADER_NAME_PATTERN, KEY_SUFFIX, URL_MAX, KeyEnviron, key_variable_allowed
 
@@ -143,7 +143,7 @@ def _from_row(row):
 
 
 def list_tool_servers(db):
-    return [_from_row(row) for row in select_rows(db, "SELECT * FROM tool_servers ORDER BY label COLLATE NOCASE, id")]
+    return [_from_row(row) for row in select_rows(db, "SELECT * FROM tool_servers ORDER BY lower(label), id")]
 
 
 def get_tool_server(db, server_id):
@@ -167,7 +167,13 @@ def save_tool_server(db, server, tools, create):
             "vanished": json.dumps(vanished),
             "refreshed_at": now(),
         }
-        db["tool_servers"].upsert(row, pk="id")
+        columns = ", ".join(row)
+        execute(
+            db,
+            f"INSERT INTO tool_servers ({columns}) VALUES ({', '.join(f':{column}' for column in row)}) "
+            f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{column} = excluded.{column}' for column in row)}",
+            row,
+        )
     return get_tool_server(db, server["id"])
 
 
@@ -175,7 +181,9 @@ def refresh_tools(db, server_id, tools):
     """Replace a server's cached tool list with `tools`, remembering the names that vanished from it."""
     with write_transaction(db):
         stored = get_tool_server(db, server_id)
-        db["tool_servers"].update(
+        update_row(
+            db,
+            "tool_servers",
             server_id,
             {"tools": json.dumps(tools), "vanished": json.dumps(_vanished(stored, tools)), "refreshed_at": now()},
         )
@@ -194,8 +202,8 @@ def agents_using_server(db, server_id):
     prefix = f"{server_id}{SEPARATOR}"
     rows = select_rows(
         db,
-        "SELECT DISTINCT agent_id FROM agent_tools WHERE substr(tool_name, 1, ?) = ? ORDER BY agent_id",
-        [len(prefix), prefix],
+        "SELECT DISTINCT agent_id FROM agent_tools WHERE substr(tool_name, 1, :length) = :prefix ORDER BY agent_id",
+        {"length": len(prefix), "prefix": prefix},
     )
     return [row["agent_id"] for row in rows]
 
@@ -207,7 +215,7 @@ def delete_tool_server(db, server_id):
         users = agents_using_server(db, server_id)
         if users:
             raise ValidationError({"id": f"has tools enabled by the agent(s) {', '.join(users)}: disable them first"})
-        db["tool_servers"].delete(server_id)
+        execute(db, "DELETE FROM tool_servers WHERE id = :id", {"id": server_id})
 
 
 def registry_with_servers(db, base, environ=None):
@@ -243,16 +251,20 @@ class SecretEnviron(KeyEnviron):
 
 def hint_marks(db, agent_id):
     """{tool: [setting, ...]}: the agent's settings a person accepted as proposed from a tool server's hints."""
-    rows = select_rows(db, "SELECT tool_name, settings FROM agent_tool_hints WHERE agent_id = ?", [agent_id])
+    rows = select_rows(
+        db, "SELECT tool_name, settings FROM agent_tool_hints WHERE agent_id = :agent_id", {"agent_id": agent_id}
+    )
     return {row["tool_name"]: json.loads(row["settings"]) for row in rows}
 
 
 def save_hint_marks(db, agent_id, marks):
     """Replace the agent's hint marks with `marks` ({tool: [setting, ...]})."""
     with write_transaction(db):
-        db.execute("DELETE FROM agent_tool_hints WHERE agent_id = ?", [agent_id])
+        execute(db, "DELETE FROM agent_tool_hints WHERE agent_id = :agent_id", {"agent_id": agent_id})
         for tool_name, settings in marks.items():
-            db.execute(
-                "INSERT INTO agent_tool_hints (agent_id, tool_name, settings) VALUES (?, ?, ?)",
-                [agent_id, tool_name, json.dumps(sorted(settings))],
+            execute(
+                db,
+                "INSERT INTO agent_tool_hints (agent_id, tool_name, settings) "
+                "VALUES (:agent_id, :tool_name, :settings)",
+                {"agent_id": agent_id, "tool_name": tool_name, "settings": json.dumps(sorted(settings))},
             )

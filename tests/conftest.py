@@ -4,7 +4,8 @@ folder, its test client and CLI runner, and small helpers for the agent form."""
 import pytest
 
 from store import migrations
-from store.db import open_db
+from store.db import engine_for, open_db
+from tests.database import Database
 from tests.support import agent_form_data, make_app
 
 
@@ -16,6 +17,7 @@ def migrated_database(tmp_path_factory):
     connection = open_db(str(path))
     migrations.migrate(connection)
     connection.close()
+    engine_for(str(path)).dispose()
     return path
 
 
@@ -43,10 +45,10 @@ def runner(app):
 
 @pytest.fixture
 def database(app):
-    """A connection to the app's database, as the CLI would open it."""
-    connection = open_db(app.config["DATABASE"])
-    yield connection
-    connection.close()
+    """The app's database as a test reads it (tests/database.py)."""
+    database = Database(app.config["DATABASE_URL"])
+    yield database
+    database.close()
 
 
 class AgentActions:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import openai
 
 from store import providers as provider_store
-from store.db import open_db
+from tests.database import Database
 from tests.doubles import ModelDouble
 from tests.doubles import completion as completion  # the proxy tests import it from here
 from tests.live_http import serving
@@ -67,7 +67,7 @@ def add_upstream(app, base_url, provider_id="upstream", **fields):
     app's MODEL_ENVIRON."""
     app.config["MODEL_ENVIRON"] = {UPSTREAM_KEY: "sk-upstream-key"}
     connection = {"id": provider_id, "label": "Upstream", "base_url": f"{base_url}/v1", "api_key_env": UPSTREAM_KEY}
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     try:
         provider_store.create_provider(db, {**connection, "max_retries": 0, **fields})
     finally:

@@ -10,7 +10,7 @@ of a step" is a state the test controls instead of a race it hopes to win.
 from contextlib import contextmanager
 
 from store import providers as provider_store
-from store.db import open_db
+from tests.database import Database
 from tests.doubles import ModelDouble
 from tests.live_http import serving
 
@@ -26,7 +26,7 @@ def slow_model(database_path, provider_id, script, delay=1.0, timeout=10.0, monk
     if monkeypatch is not None:
         monkeypatch.setenv(API_KEY_VARIABLE, "not-a-real-key")
     with serving(model) as url:
-        db = open_db(database_path)
+        db = Database(database_path)
         try:
             connection = {"id": provider_id, "label": f"Slow model {provider_id}", "base_url": f"{url}/v1"}
             provider_store.create_provider(

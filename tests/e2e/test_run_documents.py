@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from store import documents as document_store
-from store.db import open_db
+from tests.database import Database
 from tests.e2e.run_page import fact, round_section, start_run
 from tests.run_scenarios import DOCUMENTS, DOCUMENTS_AGENT, DOCUMENTS_ANSWER, DOCUMENTS_MESSAGE
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module", autouse=True)
 def documents(live_server):
-    database = open_db(live_server.app.config["DATABASE"])
+    database = Database(live_server.app.config["DATABASE"])
     try:
         document_store.import_documents(database, DOCUMENTS, replace=True)
     finally:

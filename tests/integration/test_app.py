@@ -2,16 +2,16 @@
 
 import os
 import shutil
-import sqlite3
 import stat
 from pathlib import Path
 
 import pytest
 import sqlite_utils
+from sqlalchemy.exc import IntegrityError
 
 from app import create_app
 from store import migrations
-from store.db import open_db
+from tests.database import Database
 from tests.support import agent_form_data, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -48,9 +48,7 @@ def test_start_up_creates_every_table_in_wal_mode(tmp_path):
     db = sqlite_utils.Database(app.config["DATABASE"])
     assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log"} <= set(db.table_names())
     assert db.journal_mode == "wal"
-    assert migrations.applied_migrations(db) == [
-        step.name for step in migrations.migrations.pending(open_db(":memory:"))
-    ]
+    assert migrations.applied_migrations(Database(app.config["DATABASE"])) == every_step_name()
     assert db["runs"].pks == ["id"] and db["log"].pks == ["id"]
     assert {tuple(index.columns) for index in db["runs"].indexes} >= {("agent_id", "id"), ("stop_reason",)}
     assert {tuple(index.columns) for index in db["log"].indexes} >= {("agent_id",), ("level",)}
@@ -83,7 +81,7 @@ def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_p
     path = tmp_path / "toolgate.db"
     shutil.copy(FIXTURES / "toolgate-0.1.db", path)
     app = make_app(tmp_path)
-    db = open_db(str(path))
+    db = Database(str(path))
     assert app.extensions["toolgate_schema"]["created"] is False
     assert app.extensions["toolgate_schema"]["applied"] == migrations.applied_migrations(db)[6:]  # steps since 0.1
     assert "migrations" not in db.table_names()
@@ -105,14 +103,14 @@ def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_p
 
 
 def test_migrating_twice_applies_nothing(app):
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     assert migrations.migrate(db) == []
 
 
 def test_every_connection_enforces_foreign_keys(app):
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
+    with pytest.raises(IntegrityError, match="FOREIGN KEY"):
         db["agent_tools"].insert({"agent_id": "ghost", "tool_name": "list_bundles", "position": 0, "settings": "{}"})
 
 

@@ -94,8 +94,7 @@ def test_check_cases_writes_a_junit_file_that_parses_whatever_an_older_version_s
     runner, client, run_id, database, tmp_path
 ):
     case_id = int(save_case(client, run_id, "Stored").headers["Location"].rsplit("/", 1)[1])
-    database.execute("UPDATE cases SET name = ? WHERE id = ?", ["Old\x01name\x1b\ufffe", case_id])
-    database.conn.commit()
+    database.execute("UPDATE cases SET name = :name WHERE id = :id", {"name": "Old\x01name\x1b\ufffe", "id": case_id})
     junit = tmp_path / "cases.xml"
     runner.invoke(args=["check-cases", "--junit", str(junit)])
     testcase = ElementTree.parse(junit).getroot().find("testsuite/testcase")

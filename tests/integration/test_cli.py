@@ -7,7 +7,7 @@ import pytest
 
 from services.demo import DEMO_AGENTS
 from store import migrations
-from store.db import open_db
+from tests.database import Database
 from tests.support import make_app
 
 
@@ -21,7 +21,7 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
     app = make_app(tmp_path)
     result = app.test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0
-    database = open_db(app.config["DATABASE"])
+    database = Database(app.config["DATABASE"])
     steps = migrations.applied_migrations(database)
     database.close()
     assert steps[0] == "0001_enable_wal"
@@ -32,9 +32,8 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
 
 def test_init_db_reports_an_up_to_date_database(tmp_path):
     app = make_app(tmp_path)
-    database = open_db(app.config["DATABASE"])
+    database = Database(app.config["DATABASE"])
     database.execute("UPDATE _sqlite_migrations SET applied_at = '2026-01-02 03:04:05.000000+00:00'")
-    database.conn.commit()
     database.close()
     result = make_app(tmp_path).test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0

@@ -6,7 +6,7 @@ import pytest
 
 from app import create_app
 from store import providers as provider_store
-from store.db import open_db
+from tests.database import Database
 from tests.live_http import MAKE_RUN, AppProcess, SlowModel, all_at_once, browser, post_form, post_json, serving
 from tests.support import agent_form_data
 
@@ -70,7 +70,7 @@ def test_fifty_documents_created_then_edited_at_once_are_all_stored(app, base_ur
 
     assert [response.status_code for response in all_at_once(create, range(BURST))] == [303] * BURST
     assert [response.status_code for response in all_at_once(edit, range(BURST))] == [303] * BURST
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     bodies = {row["id"]: row["body"] for row in db["documents"].rows}
     assert bodies == {f"note-{number}": f"Second text of note {number}." for number in range(BURST)}
     # The search index followed every write: each note is found by its own words.
@@ -88,7 +88,7 @@ def test_twenty_runs_against_a_slow_model_at_once_are_all_stored(tmp_path):
     app = live_app(tmp_path, MODEL_ENVIRON={MODEL_KEY: "not a real key"})
     with serving(SlowModel(SLOW_AGENT_SCRIPT)) as model_url, serving(app) as base_url:
         provider_store.create_provider(
-            open_db(app.config["DATABASE"]),
+            Database(app.config["DATABASE"]),
             {"id": "slow", "label": "Slow model", "base_url": f"{model_url}/v1", "api_key_env": MODEL_KEY},
         )
         with browser(base_url) as client:
@@ -131,7 +131,7 @@ def test_two_app_processes_on_one_database_file_lose_no_write(tmp_path):
         ]
         for url in urls:
             assert agent_ids(url) == {f"shared_{number}" for number in range(60) if number % 3}
-        db = open_db(str(database))
+        db = Database(str(database))
         assert {row["id"] for row in db["documents"].rows} == {f"shared-{number}" for number in range(0, 60, 3)}
     finally:
         for process in processes:

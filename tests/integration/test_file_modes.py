@@ -5,7 +5,7 @@ import os
 import stat
 
 from app import create_app
-from store.db import open_db
+from tests.database import Database
 
 
 def mode(path):
@@ -20,7 +20,7 @@ def test_a_new_instance_is_owner_only(tmp_path):
     instance = tmp_path / "instance"
     app = start(instance)
     app.test_client().put("/api/agents/kept", json={"label": "Kept"})
-    connection = open_db(app.config["DATABASE"])  # holds the WAL files open
+    connection = Database(app.config["DATABASE"])  # holds the WAL files open
     try:
         assert mode(instance) == 0o700
         for name in ("toolgate.db", "toolgate.db-wal", "toolgate.db-shm", "secret_key"):
@@ -35,8 +35,9 @@ def test_files_an_older_version_left_readable_are_tightened_at_start_up(tmp_path
     os.chmod(instance, 0o755)
     for name in ("toolgate.db", "secret_key"):
         os.chmod(instance / name, 0o644)
-    running = open_db(str(instance / "toolgate.db"))  # another process, with the WAL files open
+    running = Database(str(instance / "toolgate.db"))  # another process, with the WAL files open
     try:
+        running.execute("CREATE TABLE notes (text TEXT)")
         running["notes"].insert({"text": "written"})
         os.chmod(instance / "toolgate.db-wal", 0o664)
 

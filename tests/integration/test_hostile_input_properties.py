@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.config import AGENT_DEFAULTS, TOOL_SETTING_DEFAULTS
-from store.db import open_db
 from tests.bad_input_support import AGENT_ID, TABLES
+from tests.database import Database
 from tests.run_scenarios import bundles_agent
 from tests.support import make_app
 
@@ -63,7 +63,7 @@ def client(tmp_path_factory):
     app = make_app(tmp_path_factory.mktemp("hostile"))
     client = app.test_client()
     assert client.put(f"/api/agents/{AGENT_ID}", json=bundles_agent()).status_code == 201
-    client.database = open_db(app.config["DATABASE"])
+    client.database = Database(app.config["DATABASE"])
     yield client
     client.database.close()
 

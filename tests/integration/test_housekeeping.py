@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from store import runs as run_store
-from store.db import open_db
+from tests.database import Database
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 
@@ -24,7 +24,7 @@ def test_a_backup_taken_while_runs_are_written_is_a_whole_database(runner, datab
     writing = threading.Event()
 
     def write_runs():
-        writer = open_db(app.config["DATABASE"])
+        writer = Database(app.config["DATABASE"])
         for number in range(150):
             run_store.save_run(writer, stored_run)
             if number == 10:

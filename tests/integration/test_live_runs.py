@@ -13,7 +13,7 @@ from services import runs as run_service
 from store import agents as agent_store
 from store import providers as provider_store
 from store import runs as run_store
-from store.db import open_db
+from tests.database import Database
 from tests.doubles import ModelDouble
 from tests.html_reader import form_fields, html_of
 from tests.live_http import serving
@@ -175,9 +175,9 @@ class StopWhileAnswering:
         self.database_path, self.run_id = database_path, run_id
 
     def complete(self, messages, tools=None, parallel_tool_calls=None):
-        from store.db import open_db
+        from tests.database import Database
 
-        other = open_db(self.database_path)
+        other = Database(self.database_path)
         try:
             still_running = run_service.stop_stored_run(other, self.run_id)
         finally:
@@ -246,7 +246,7 @@ def test_a_run_left_midway_reads_interrupted_everywhere_and_resume_goes_on_from_
 
 def test_resume_with_htmx_hands_the_page_the_next_step(client, bundles, database):
     run_id, _html = start_live(client)
-    database.execute("UPDATE runs SET lease_until = ? WHERE id = ?", [time.time() - 1, run_id])
+    database.execute("UPDATE runs SET lease_until = :lease WHERE id = :id", {"lease": time.time() - 1, "id": run_id})
 
     update = html_of(client.post(f"/runs/{run_id}/resume", data={"after": 0}, headers=HTMX))
 
@@ -304,7 +304,7 @@ def test_a_step_holds_its_run_for_its_models_timeout_plus_the_lease_so_a_slow_st
         agent_store.save_agent(database, {"id": "waits", "label": "Waits", "provider": "slow", "model": "m"}, [])
         run_id = run_service.start_stored_run(database, "waits", "Hi", source="api", lease_seconds=1)
         stepping = threading.Thread(
-            target=lambda: run_service.step_stored_run(open_db(app.config["DATABASE"]), run_id, lease_seconds=1)
+            target=lambda: run_service.step_stored_run(Database(app.config["DATABASE"]), run_id, lease_seconds=1)
         )
         stepping.start()
         try:

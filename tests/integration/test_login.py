@@ -8,8 +8,8 @@ from werkzeug.security import generate_password_hash
 
 from app import create_app
 from store import tokens as token_store
-from store.db import open_db
 from tests.bad_input_support import AGENT_ID, database_state, store_agent
+from tests.database import Database
 from tests.html_reader import page_of
 from tests.support import make_app
 
@@ -28,7 +28,7 @@ def visitor(locked):
 
 @pytest.fixture
 def locked_database(locked):
-    connection = open_db(locked.config["DATABASE"])
+    connection = Database(locked.config["DATABASE"])
     yield connection
     connection.close()
 

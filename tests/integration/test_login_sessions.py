@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from store.db import open_db
+from tests.database import Database
 from tests.support import make_app
 
 PASSWORD = "correct horse battery staple"
@@ -29,7 +29,7 @@ def locked(tmp_path):
 
 @pytest.fixture
 def database(locked):
-    connection = open_db(locked.config["DATABASE"])
+    connection = Database(locked.config["DATABASE"])
     yield connection
     connection.close()
 
@@ -100,8 +100,7 @@ def test_a_restart_with_the_same_password_keeps_the_sessions(tmp_path, locked):
 
 
 def last_used(database, seconds_ago):
-    database.execute("UPDATE login_sessions SET last_used_at = ?", [time.time() - seconds_ago])
-    database.conn.commit()
+    database.execute("UPDATE login_sessions SET last_used_at = :moment", {"moment": time.time() - seconds_ago})
 
 
 @pytest.mark.parametrize("idle_seconds", [IDLE_MINUTES * 60 + 5, 24 * 3600, 31 * 24 * 3600])

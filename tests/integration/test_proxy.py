@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from store import agents as agent_store
-from store.db import open_db
+from tests.database import Database
 from tests.live_http import serving
 from tests.proxy_support import (
     GET_LAYOUT,
@@ -205,7 +205,7 @@ def test_an_edit_to_the_agent_governs_the_next_proxied_request_whoever_made_it(a
     upstream.replies = [(200, completion(content="Done."))]
     with proxy_client(app, "canvas") as sdk:
         sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
-        other = open_db(app.config["DATABASE"])  # another connection, as another process of the app holds
+        other = Database(app.config["DATABASE"])  # another connection, as another process of the app holds
         try:
             agent_store.save_agent(
                 other,

@@ -6,7 +6,7 @@ import pytest
 
 from store import agents as agent_store
 from store import tokens as token_store
-from store.db import open_db
+from tests.database import Database
 from tests.proxy_support import proxy_client
 from tests.support import make_app
 
@@ -19,7 +19,7 @@ def locked_app(tmp_path):
 
 
 def put_chat_agent(app):
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     try:
         agent_store.save_agent(db, {"id": "chat", "label": "Chat", "script": [{"content": "Hi."}]}, known_tools=None)
     finally:
@@ -27,7 +27,7 @@ def put_chat_agent(app):
 
 
 def new_token(app):
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     try:
         return token_store.create_token(db, {"name": "canvas app"})[1]
     finally:

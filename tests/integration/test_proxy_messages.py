@@ -12,7 +12,7 @@ import pytest
 
 from store import agents as agent_store
 from store import tokens as token_store
-from store.db import open_db
+from tests.database import Database
 from tests.live_http import serving
 from tests.proxy_support import (
     ONE_PLACEMENT,
@@ -342,7 +342,7 @@ def test_errors_outside_the_route_come_in_anthropics_shape_under_messages_and_op
 
 def test_with_the_login_on_an_api_token_is_the_key_as_x_api_key_or_a_bearer_token(tmp_path):
     app = make_app(tmp_path, ADMIN_PASSWORD="a long admin password")
-    db = open_db(app.config["DATABASE"])
+    db = Database(app.config["DATABASE"])
     try:
         token = token_store.create_token(db, {"name": "claude app"})[1]
         agent_store.save_agent(

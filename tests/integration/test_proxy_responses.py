@@ -14,7 +14,7 @@ import sqlite_utils
 from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
 from store import migrations
-from store.db import open_db
+from tests.database import Database
 from tests.live_http import serving
 from tests.proxy_support import (
     ONE_PLACEMENT,
@@ -311,7 +311,7 @@ def test_a_proxied_run_stored_before_the_api_was_recorded_reads_as_chat_completi
     put_agent(client, script=[{"content": "Hi."}])
     with proxy_client(app, "canvas") as sdk:
         sdk.chat.completions.create(model="m", messages=[USER])
-    [row] = open_db(app.config["DATABASE"]).query("SELECT * FROM runs")
+    [row] = Database(app.config["DATABASE"]).query("SELECT * FROM runs")
     old_path = tmp_path / "old" / "toolgate.db"
     old_path.parent.mkdir()
     old = sqlite_utils.Database(old_path)

@@ -145,9 +145,9 @@ def test_a_proxied_run_whose_client_never_came_back_reads_abandoned_everywhere(c
     assert client.get(f"/api/runs/{run_id}").get_json()["state"] == "finished"
     assert client.get("/api/runs?state=abandoned").get_json()["runs"] == []
 
-    lease = database.execute("SELECT lease_until FROM runs WHERE id = ?", [run_id]).fetchone()[0]
+    lease = database.value("SELECT lease_until FROM runs WHERE id = :id", {"id": run_id})
     assert lease == pytest.approx(time.time() + run_store.ABANDONED_AFTER_SECONDS, abs=60)
-    database.execute("UPDATE runs SET lease_until = ? WHERE id = ?", [time.time() - 1, run_id])
+    database.execute("UPDATE runs SET lease_until = :lease WHERE id = :id", {"lease": time.time() - 1, "id": run_id})
 
     assert client.get(f"/api/runs/{run_id}").get_json()["state"] == "abandoned"
     assert [run["id"] for run in client.get("/api/runs?state=abandoned").get_json()["runs"]] == [run_id]

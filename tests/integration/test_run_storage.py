@@ -14,7 +14,7 @@ import sqlite_utils
 from store import documents as document_store
 from store import migrations, run_format
 from store import providers as provider_store
-from store.db import open_db
+from tests.database import Database
 from tests.run_scenarios import DOCUMENTS
 from tests.support import make_app
 
@@ -25,9 +25,8 @@ MAX_STORED_BYTES = 6 * 1024
 
 def stored_bytes(db, run_id):
     """The bytes of every value of a run's row."""
-    columns = [column.name for column in db["runs"].columns]
-    total = " + ".join(f"coalesce(length(CAST({column} AS BLOB)), 0)" for column in columns)
-    return db.execute(f"SELECT {total} FROM runs WHERE id = ?", [run_id]).fetchone()[0]
+    total = " + ".join(f"coalesce(length(CAST({column} AS BLOB)), 0)" for column in db["runs"].column_names)
+    return db.value(f"SELECT {total} FROM runs WHERE id = :id", {"id": run_id})
 
 
 @pytest.fixture
@@ -48,7 +47,7 @@ def test_runs_stored_by_the_previous_code_read_back_byte_for_byte(upgraded_app):
 
 
 def test_the_upgrade_shrinks_the_stored_runs(upgraded_app):
-    db = open_db(upgraded_app.config["DATABASE"])
+    db = Database(upgraded_app.config["DATABASE"])
     before = sum(len(json.dumps(value)) for row in RECORDED["runs"] for value in row.values())
     after = sum(stored_bytes(db, row["id"]) for row in RECORDED["runs"])
     assert after < 0.6 * before

@@ -16,8 +16,8 @@ import pytest
 from app import create_app
 from store import agents as agent_store
 from store import providers as provider_store
-from store.db import open_db
 from tests.async_model_server import AsyncModelServer, running
+from tests.database import Database
 from tests.live_http import MAKE_RUN, AppProcess
 from tests.proxy_support import PLACE
 
@@ -43,7 +43,7 @@ def served(tmp_path_factory, upstream):
     folder = tmp_path_factory.mktemp("served")
     database = str(folder / "toolgate.db")
     create_app({"DATABASE": database, "SECRET_KEY": "serving load"}, instance_path=str(folder))
-    db = open_db(database)
+    db = Database(database)
     try:
         connection = {"id": "held", "label": "Held", "base_url": f"{upstream.url}/v1", "api_key_env": KEY_VARIABLE}
         provider_store.create_provider(db, {**connection, "max_retries": 0})
@@ -98,7 +98,7 @@ def test_hundreds_of_requests_waiting_on_their_model_leave_the_pages_answering(s
     # Answered together, recorded together (store.db.write_together): each answer names a run of its own, stored.
     run_ids = {int(answer.headers["X-Toolgate-Run"]) for answer in answers}
     assert len(run_ids) == HELD
-    db = open_db(database)
+    db = Database(database)
     try:
         stored = {row["id"]: row for row in db.query("SELECT id, source, agent_id FROM runs")}
     finally:

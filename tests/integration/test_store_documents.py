@@ -4,7 +4,7 @@ import pytest
 
 from store import NotFound, ValidationError
 from store import documents as document_store
-from store.db import open_db
+from tests.database import Database
 
 SMALL_CORPUS = [
     {"id": "kettles", "title": "Kettles", "body": "A kettle boils water in three minutes."},
@@ -34,7 +34,7 @@ def test_the_document_table_lists_gets_and_searches(small_table):
 
 
 def test_the_document_table_sees_what_another_connection_commits(app, small_table):
-    other = open_db(app.config["DATABASE"])
+    other = Database(app.config["DATABASE"])
     try:
         document_store.create_document(other, {"id": "cups", "title": "Cups", "body": "Cups hold tea."})
     finally:
@@ -43,13 +43,13 @@ def test_the_document_table_sees_what_another_connection_commits(app, small_tabl
 
 
 def test_the_document_table_reads_while_another_connection_holds_a_write_transaction(app, small_table):
-    writer = open_db(app.config["DATABASE"])
-    writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO documents (id, title, body) VALUES ('cups', 'Cups', 'Cups hold tea.')")
+    writer = Database(app.config["DATABASE"])
+    writer.exec_driver_sql("BEGIN IMMEDIATE")
+    writer.exec_driver_sql("INSERT INTO documents (id, title, body) VALUES ('cups', 'Cups', 'Cups hold tea.')")
     try:
         assert [hit["id"] for hit in small_table.search("kettle cups")] == ["kettles"]
     finally:
-        writer.execute("ROLLBACK")
+        writer.exec_driver_sql("ROLLBACK")
         writer.close()
 
 

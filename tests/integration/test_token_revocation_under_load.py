@@ -12,7 +12,7 @@ from pathlib import Path
 
 import store as store_package
 from store import tokens as token_store
-from store.db import open_db
+from tests.database import Database
 from tests.live_http import all_at_once, browser, csrf_token, post_form, post_json, serving
 from tests.support import make_app
 
@@ -58,7 +58,7 @@ def revoke_while_writing(base_url, revoker, creator, database, round_number):
 
 def test_a_token_busy_writing_is_revoked_and_the_next_request_with_it_is_refused(tmp_path):
     app = make_app(tmp_path, ADMIN_PASSWORD=PASSWORD, WTF_CSRF_ENABLED=True)
-    database = open_db(app.config["DATABASE"])
+    database = Database(app.config["DATABASE"])
     with serving(app) as base_url, signed_in(base_url) as revoker, signed_in(base_url) as creator:
         for round_number in range(ROUNDS):
             secret, responses = revoke_while_writing(base_url, revoker, creator, database, round_number)
@@ -77,16 +77,20 @@ def test_a_token_busy_writing_is_revoked_and_the_next_request_with_it_is_refused
     assert names == {f"New {number}" for number in range(ROUNDS)}
 
 
+TRANSACTION_ATTRIBUTES = ("atomic", "begin", "begin_nested", "commit", "rollback", "isolation_level")
+
+
 def test_every_write_in_the_store_goes_through_its_one_write_transaction_helper():
     """The class of the failure above: any transaction begun another way (sqlite-utils' `atomic`, a bare `BEGIN`, a
     `commit`) reads first and then fails to get the write lock when another writer committed in between."""
     store_folder = Path(store_package.__file__).parent
     other_ways = []
     for module in sorted(store_folder.glob("*.py")):
-        if module.name == "db.py":  # where the helper lives
+        # db.py is where the helper lives; migrations.py runs the sqlite-utils steps on a connection of their own
+        if module.name in ("db.py", "migrations.py"):
             continue
         for node in ast.walk(ast.parse(module.read_text(), str(module))):
-            if isinstance(node, ast.Attribute) and node.attr in ("atomic", "commit", "rollback", "isolation_level"):
+            if isinstance(node, ast.Attribute) and node.attr in TRANSACTION_ATTRIBUTES:
                 other_ways.append(f"{module.name}:{node.lineno} .{node.attr}")
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "execute":
                 statement = node.args[0] if node.args else None

@@ -9,8 +9,10 @@ import time
 import pytest
 
 from app import create_app
+from store import execute, select_value
 from store import runs as run_store
-from store.db import open_db, write_together
+from store.db import open_db, write_together, write_transaction
+from tests.database import Database
 from tests.live_http import all_at_once
 
 THREADS = 24
@@ -20,7 +22,7 @@ THREADS = 24
 def database(tmp_path):
     path = str(tmp_path / "toolgate.db")
     create_app({"DATABASE": path, "SECRET_KEY": "write together"}, instance_path=str(tmp_path))
-    db = open_db(path)
+    db = Database(path)
     db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)")
     db.close()
     return path
@@ -31,14 +33,14 @@ def _connection_per_thread(path):
 
     def connection():
         if not hasattr(local, "db"):
-            local.db = open_db(path, any_thread=True)
+            local.db = open_db(path)
         return local.db
 
     return connection
 
 
 def _stored_notes(path):
-    db = open_db(path)
+    db = Database(path)
     try:
         return {row["text"] for row in db.query("SELECT text FROM notes")}
     finally:
@@ -52,8 +54,8 @@ def _note(text, slow=False, first=None):
         if slow:  # the first write of a group holds its transaction while the others come in
             time.sleep(0.05)
         if first is not None:
-            db.execute("INSERT INTO notes (text) VALUES (?)", [first])
-        return db.execute("INSERT INTO notes (text) VALUES (?)", [text]).lastrowid
+            execute(db, "INSERT INTO notes (text) VALUES (:text)", {"text": first})
+        return select_value(db, "INSERT INTO notes (text) VALUES (:text) RETURNING id", {"text": text})
 
     return write
 
@@ -78,9 +80,9 @@ def test_each_write_is_committed_before_its_request_goes_on(database):
 
     def write_then_read_elsewhere(number):
         note_id = write_together(connection(), _note(f"note {number}", slow=number == 0))
-        reader = open_db(database)
+        reader = Database(database)
         try:
-            return reader.execute("SELECT text FROM notes WHERE id = ?", [note_id]).fetchone()[0]
+            return reader.value("SELECT text FROM notes WHERE id = :id", {"id": note_id})
         finally:
             reader.close()
 
@@ -89,7 +91,7 @@ def test_each_write_is_committed_before_its_request_goes_on(database):
 
 def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database):
     connection = _connection_per_thread(database)
-    db = open_db(database)
+    db = Database(database)
     db.execute("INSERT INTO notes (text) VALUES ('taken')")
     db.close()
 
@@ -111,10 +113,10 @@ def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database):
 def test_a_write_inside_a_transaction_joins_it_and_goes_with_its_rollback(database):
     db = open_db(database)
     try:
-        db.execute("BEGIN IMMEDIATE")
-        write_together(db, _note("inside"))
-        assert db.conn.in_transaction
-        db.execute("ROLLBACK")
+        with pytest.raises(Stopped), write_transaction(db):
+            write_together(db, _note("inside"))
+            assert db.in_transaction()
+            raise Stopped
     finally:
         db.close()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
-WEB_AND_STORAGE = ("flask", "flask_wtf", "sqlite_utils", "werkzeug", "wtforms")
+WEB_AND_STORAGE = ("alembic", "flask", "flask_wtf", "psycopg", "sqlalchemy", "sqlite_utils", "werkzeug", "wtforms")
 
 PROBE = """
 import json, sys
