@@ -10,15 +10,15 @@ import sqlite_utils
 from sqlalchemy.exc import IntegrityError
 
 from app import create_app
-from store import migrations
+from store import legacy_migrations, migrations
 from tests.database import Database
 from tests.support import agent_form_data, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def every_step_name():
-    return [step.name for step in migrations.migrations.pending(sqlite_utils.Database(memory=True))]
+def every_legacy_step():
+    return [step.name for step in legacy_migrations.migrations.pending(sqlite_utils.Database(memory=True))]
 
 
 def test_the_secret_key_is_generated_into_the_instance_folder_once(tmp_path):
@@ -44,11 +44,11 @@ def test_the_database_defaults_to_the_instance_folder(tmp_path):
 
 def test_start_up_creates_every_table_in_wal_mode(tmp_path):
     app = make_app(tmp_path)
-    assert app.extensions["toolgate_schema"] == {"created": True, "applied": every_step_name()}
+    assert app.extensions["toolgate_schema"] == {"created": True, "applied": migrations.every_step()}
     db = sqlite_utils.Database(app.config["DATABASE"])
     assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log"} <= set(db.table_names())
     assert db.journal_mode == "wal"
-    assert migrations.applied_migrations(Database(app.config["DATABASE"])) == every_step_name()
+    assert migrations.applied_migrations(Database(app.config["DATABASE"])) == migrations.every_step()
     assert db["runs"].pks == ["id"] and db["log"].pks == ["id"]
     assert {tuple(index.columns) for index in db["runs"].indexes} >= {("agent_id", "id"), ("stop_reason",)}
     assert {tuple(index.columns) for index in db["log"].indexes} >= {("agent_id",), ("level",)}
@@ -56,14 +56,14 @@ def test_start_up_creates_every_table_in_wal_mode(tmp_path):
 
 
 def test_migration_names_are_unique_and_sorted():
-    names = every_step_name()
-    assert names == sorted(names) and len(set(names)) == len(names)
+    for names in (every_legacy_step(), migrations.every_step()):
+        assert names == sorted(names) and len(set(names)) == len(names)
 
 
 def test_a_database_from_an_older_version_upgrades_on_start(tmp_path):
     path = tmp_path / "toolgate.db"
     old = sqlite_utils.Database(path)
-    migrations.migrations.apply(old, stop_before="0004_create_documents")  # a version with agents and providers
+    legacy_migrations.migrations.apply(old, stop_before="0004_create_documents")  # a version with agents and providers
     old["agents"].insert({"id": "kept", "label": "Kept", "data": '{"label": "Kept"}', "revision": 4})
     assert "runs" not in old.table_names()
     old.close()
@@ -84,7 +84,7 @@ def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_p
     db = Database(str(path))
     assert app.extensions["toolgate_schema"]["created"] is False
     assert app.extensions["toolgate_schema"]["applied"] == migrations.applied_migrations(db)[6:]  # steps since 0.1
-    assert "migrations" not in db.table_names()
+    assert {"migrations", "_sqlite_migrations"}.isdisjoint(db.table_names())
     assert migrations.applied_migrations(db)[:6] == [
         "0001_enable_wal",
         "0002_create_agents",
@@ -104,7 +104,7 @@ def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_p
 
 def test_migrating_twice_applies_nothing(app):
     db = Database(app.config["DATABASE"])
-    assert migrations.migrate(db) == []
+    assert migrations.migrate(db.connection) == []
 
 
 def test_every_connection_enforces_foreign_keys(app):

@@ -24,7 +24,7 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
     database = Database(app.config["DATABASE"])
     steps = migrations.applied_migrations(database)
     database.close()
-    assert steps[0] == "0001_enable_wal"
+    assert steps == migrations.every_step()
     assert f"Created the database at {app.config['DATABASE']} ({len(steps)} migration steps: {', '.join(steps)})" in (
         result.output
     )
@@ -33,7 +33,7 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
 def test_init_db_reports_an_up_to_date_database(tmp_path):
     app = make_app(tmp_path)
     database = Database(app.config["DATABASE"])
-    database.execute("UPDATE _sqlite_migrations SET applied_at = '2026-01-02 03:04:05.000000+00:00'")
+    database.execute("UPDATE schema_history SET applied_at = '2026-01-02 03:04:05.000000+00:00'")
     database.close()
     result = make_app(tmp_path).test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0

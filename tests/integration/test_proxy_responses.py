@@ -13,7 +13,7 @@ import pytest
 import sqlite_utils
 from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
-from store import migrations
+from store import legacy_migrations
 from tests.database import Database
 from tests.live_http import serving
 from tests.proxy_support import (
@@ -315,7 +315,7 @@ def test_a_proxied_run_stored_before_the_api_was_recorded_reads_as_chat_completi
     old_path = tmp_path / "old" / "toolgate.db"
     old_path.parent.mkdir()
     old = sqlite_utils.Database(old_path)
-    migrations.migrations.apply(old, stop_before="0067_add_run_api")
+    legacy_migrations.migrations.apply(old, stop_before="0067_add_run_api")
     result = {key: value for key, value in json.loads(row.pop("result")).items() if key != "api"}
     for column in ("api", "rounds_used", "rejections"):  # added by step 0067 and after
         row.pop(column)

@@ -12,7 +12,7 @@ import pytest
 import sqlite_utils
 
 from store import documents as document_store
-from store import migrations, run_format
+from store import legacy_migrations, run_format
 from store import providers as provider_store
 from tests.database import Database
 from tests.run_scenarios import DOCUMENTS
@@ -33,7 +33,7 @@ def stored_bytes(db, run_id):
 def upgraded_app(tmp_path):
     """A database holding the recorded runs as the previous code stored them, then the app started on it."""
     old = sqlite_utils.Database(tmp_path / "toolgate.db")
-    migrations.migrations.apply(old, stop_before="0007_store_each_run_fact_once")
+    legacy_migrations.migrations.apply(old, stop_before="0007_store_each_run_fact_once")
     old["runs"].insert_all(RECORDED["runs"])
     old["log"].insert_all(RECORDED["log"])
     old.close()

@@ -1,0 +1,69 @@
+"""One Alembic history (store/migrations.py): one head, a new database gets the schema the legacy sqlite-utils steps
+built, and a database made by any earlier version upgrades in place on start, keeping what it holds."""
+
+import sqlite3
+
+import pytest
+import sqlite_utils
+
+from store import legacy_migrations, migrations
+from tests.database import Database
+from tests.support import make_app
+
+LEGACY_STEPS = [step.name for step in legacy_migrations.migrations.pending(sqlite_utils.Database(memory=True))]
+BOOKKEEPING = ("_sqlite_migrations", "idx__sqlite_migrations_migration_set_name", "schema_history", "alembic_version")
+
+
+def schema(path):
+    """What SQLite holds of the schema: each table, index and trigger with its SQL, whitespace aside."""
+    connection = sqlite3.connect(path)
+    try:
+        rows = connection.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    finally:
+        connection.close()
+    return {
+        (kind, name, " ".join((sql or "").split()).replace("( ", "(").replace(" )", ")"))
+        for kind, name, sql in rows
+        if name not in BOOKKEEPING and not name.startswith(("sqlite_autoindex_alembic", "sqlite_autoindex_schema"))
+    }
+
+
+def test_ci_refuses_two_heads():
+    """Two branches that each add a step after the same one must be put in order before they merge."""
+    assert len(migrations.heads()) == 1, migrations.heads()
+
+
+def test_a_new_database_has_the_schema_the_legacy_steps_built(tmp_path):
+    new = make_app(tmp_path / "new")
+    old = sqlite_utils.Database(tmp_path / "old.db")
+    legacy_migrations.migrations.apply(old)
+    old.close()
+    assert schema(new.config["DATABASE"]) == schema(tmp_path / "old.db")
+    assert new.extensions["toolgate_schema"]["applied"] == migrations.every_step()
+
+
+@pytest.mark.parametrize("stop_before", [*LEGACY_STEPS[1:], None])
+def test_a_database_of_every_earlier_version_upgrades_in_place(tmp_path, stop_before):
+    """Made by the version whose last step came just before `stop_before` (None: the last version before Alembic),
+    with an agent in it once agents existed."""
+    path = tmp_path / "toolgate.db"
+    old = sqlite_utils.Database(path)
+    legacy_migrations.migrations.apply(old, stop_before=stop_before)
+    had_agents = "agents" in old.table_names()
+    if had_agents:
+        old["agents"].insert({"id": "kept", "label": "Kept", "data": '{"label": "Kept"}', "revision": 4})
+    old.close()
+    missing = LEGACY_STEPS[LEGACY_STEPS.index(stop_before) :] if stop_before else []
+
+    app = make_app(tmp_path)
+
+    assert app.extensions["toolgate_schema"] == {"created": False, "applied": [*missing, *migrations.every_step()]}
+    database = Database(app.config["DATABASE"])
+    assert migrations.applied_migrations(database) == [*LEGACY_STEPS, *migrations.every_step()]
+    database.close()
+    fresh = make_app(tmp_path / "fresh")
+    assert schema(path) == schema(fresh.config["DATABASE"])
+    if had_agents:
+        agent = app.test_client().get("/api/agents/kept").get_json()
+        assert agent["label"] == "Kept" and agent["revision"] == 4
+    assert make_app(tmp_path).extensions["toolgate_schema"]["applied"] == []  # and the next start applies nothing

@@ -1,0 +1,68 @@
+"""A throwaway PostgreSQL cluster for a test session (Debian's `postgresql` package, which `make test` installs when
+missing): initdb into a temporary folder, served on a free port of 127.0.0.1 with its socket in that folder,
+stopped and removed at the end. initdb refuses to run as root: as root, the cluster runs as the `postgres` user."""
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _binaries():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise RuntimeError("PostgreSQL is not installed: `make test` installs Debian's postgresql package.")
+    return Path(found[-1]).parent
+
+
+class Cluster:
+    def __init__(self):
+        binaries = _binaries()
+        self.folder = Path(tempfile.mkdtemp(prefix="toolgate-postgresql-"))
+        as_user = []
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+            as_user = ["runuser", "-u", "postgres", "--"]
+        data = self.folder / "data"
+        quiet = {"check": True, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE}
+        subprocess.run(
+            [*as_user, binaries / "initdb", "-D", data, "--auth=trust", "--username=postgres", "--encoding=UTF8"],
+            **quiet,
+        )
+        port = free_port()
+        # A throwaway cluster: nothing it holds must survive a crash, so it never waits for the disk.
+        options = (
+            f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off"
+        )
+        self._control = [*as_user, binaries / "pg_ctl", "-D", data]
+        subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
+        self.url = f"postgresql://postgres@127.0.0.1:{port}"
+        self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
+        self._created = 0
+
+    def create_database(self, template=None):
+        """A new empty database (or a copy of `template`); its URL."""
+        self._created += 1
+        name = f"toolgate_{self._created}"
+        with self._admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            copy = f" TEMPLATE {template}" if template else ""
+            connection.execute(text(f"CREATE DATABASE {name}{copy}"))
+        return f"{self.url}/{name}"
+
+    def stop(self):
+        self._admin.dispose()
+        subprocess.run([*self._control, "-m", "immediate", "stop"], check=False, capture_output=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
