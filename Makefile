@@ -18,7 +18,7 @@ KEEP_ALIVE ?= 10
 BARE_HOST = $(HOST:[%]=%)
 BIND = $(if $(findstring :,$(BARE_HOST)),[$(BARE_HOST)],$(BARE_HOST)):$(PORT)
 
-.PHONY: run test bench bench-peers peers lint chromium
+.PHONY: run test bench bench-peers peers lint chromium postgresql
 
 run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
@@ -28,7 +28,7 @@ run: $(INSTALLED)
 		--keep-alive=$(KEEP_ALIVE) --no-control-socket 'app:serve_app()'
 
 # Two test processes, one per core of the machines it runs on: the suite took 7.8 minutes in one, 5.5 in two.
-test: $(INSTALLED_TEST) chromium
+test: $(INSTALLED_TEST) chromium postgresql
 	$(BIN)/pytest -n 2
 
 bench: $(INSTALLED_TEST)
@@ -68,3 +68,9 @@ $(LITELLM_INSTALLED): bench/peers-litellm.txt
 chromium:
 	@dpkg -s chromium >/dev/null 2>&1 || { apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends chromium fonts-liberation; }
+
+# The tests of the store, the services, the migrations and the proxy's recording run on PostgreSQL too, in a
+# throwaway cluster of Debian's postgresql (tests/postgresql.py); the package's own cluster is not used.
+postgresql:
+	@dpkg -s postgresql >/dev/null 2>&1 || { apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends postgresql; }

@@ -19,6 +19,7 @@ queue instead of failing. Inside another one it is a savepoint. A write that man
 """
 
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -26,6 +27,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 
 from flask import current_app, g
+from psycopg.adapt import Loader
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import make_url
 
@@ -72,6 +74,49 @@ def _on_sqlite_connect(dbapi_connection, _record):
         dbapi_connection.execute(f"PRAGMA {pragma}")
 
 
+# PostgreSQL stores no NUL character in text, and a model or a tool may send one. On PostgreSQL every text value is
+# escaped on its way in and unescaped on its way out, here and nowhere else: NUL becomes NUL_ESCAPE + "0", and
+# NUL_ESCAPE itself (a private-use character) is doubled, so every other text reads back exactly as it was written.
+NUL_ESCAPE = "\ue000"
+_ESCAPED = re.compile(NUL_ESCAPE + "(.)", re.DOTALL)
+
+
+def escape_nul(text):
+    if "\x00" not in text and NUL_ESCAPE not in text:
+        return text
+    return text.replace(NUL_ESCAPE, NUL_ESCAPE * 2).replace("\x00", NUL_ESCAPE + "0")
+
+
+def unescape_nul(text):
+    if NUL_ESCAPE not in text:
+        return text
+    return _ESCAPED.sub(lambda found: "\x00" if found.group(1) == "0" else found.group(1), text)
+
+
+def _escaped(parameters):
+    if isinstance(parameters, dict):
+        return {name: escape_nul(value) if isinstance(value, str) else value for name, value in parameters.items()}
+    if isinstance(parameters, list | tuple):
+        return type(parameters)(_escaped(each) for each in parameters)
+    return parameters
+
+
+def _escape_parameters(_connection, _cursor, statement, parameters, _context, _executemany):
+    return statement, _escaped(parameters)
+
+
+class _UnescapedText(Loader):
+    """psycopg's loader of text values, unescaping them (escape_nul)."""
+
+    def load(self, data):
+        return unescape_nul(bytes(data).decode())
+
+
+def _on_postgresql_connect(dbapi_connection, _record):
+    for type_name in ("text", "varchar"):
+        dbapi_connection.adapters.register_loader(type_name, _UnescapedText)
+
+
 def _begin_writes(connection):
     """SQLAlchemy begins a transaction before the first statement of a connection: only a write transaction is
     begun in the database, and on SQLite with the write lock."""
@@ -97,12 +142,19 @@ def _build_engine(url):
             max_overflow=-1,
             pool_pre_ping=True,
         )
+        event.listen(engine, "connect", _on_postgresql_connect)
+        event.listen(engine, "before_cursor_execute", _escape_parameters, retval=True)
     event.listen(engine, "begin", _begin_writes)
     return engine
 
 
 _engines = OrderedDict()  # url -> Engine, last used last
 _engines_lock = threading.Lock()
+
+
+def _close(dbapi_connection, _record):
+    if dbapi_connection is not None:
+        dbapi_connection.close()
 
 
 def engine_for(url_or_path):
@@ -115,7 +167,9 @@ def engine_for(url_or_path):
         _engines.move_to_end(url)
         retired = [_engines.popitem(last=False)[1] for _ in range(len(_engines) - ENGINES)]
     for unused in retired:
-        unused.dispose(close=False)  # the connections in use close when their holders give them back
+        # Its idle connections close now, those in use when their holders give them back to its pool.
+        event.listen(unused.pool, "checkin", _close)
+        unused.dispose()
     return engine
 
 

@@ -1,14 +1,14 @@
-"""Documents: the knowledge base the documents tools read. Rows live in `documents`; triggers keep the FTS5
-index `documents_fts` in step. `DocumentTable` is the engine's DocumentStore over that table, on the caller's
+"""Documents: the knowledge base the documents tools read. Rows live in `documents`; the engine's own full-text
+index keeps in step (store/search.py). `DocumentTable` is the engine's DocumentStore over that table, on the caller's
 connection."""
 
 import re
 
 from engine.config import LABEL_MAX, check_text
-from engine.tools.documents import TITLE_WEIGHT, fts_query
 
 from . import ValidationError, execute, get_row, insert_row, now, row_exists, select_rows, update_row
 from .db import write_transaction
+from .search import search_documents
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
 RESERVED_IDS = ("new",)  # /documents/new is the create page
@@ -113,13 +113,4 @@ class DocumentTable:
         return rows[0] if rows else None
 
     def search(self, query, limit=3):
-        match = fts_query(query)
-        if not match or limit < 1:
-            return []
-        return select_rows(
-            self.db,
-            "SELECT documents.id, documents.title, documents.body FROM documents_fts "
-            "JOIN documents ON documents.rowid = documents_fts.rowid WHERE documents_fts MATCH :match "
-            "ORDER BY bm25(documents_fts, :title_weight, 1.0), documents.id LIMIT :limit",
-            {"match": match, "title_weight": TITLE_WEIGHT, "limit": limit},
-        )
+        return search_documents(self.db, query, limit)

@@ -45,7 +45,7 @@ def _exists(db, table, filters, condition, bound):
 def total(db, counts_table, filters):
     """How many rows match `filters`, from the counts table."""
     filters = {column: value for column, value in filters.items() if value}
-    sql = f"SELECT coalesce(sum(count), 0) FROM {counts_table}{_where(filters)}"
+    sql = f"SELECT CAST(coalesce(sum(count), 0) AS BIGINT) FROM {counts_table}{_where(filters)}"
     return select_value(db, sql, filters)
 
 

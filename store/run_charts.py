@@ -58,17 +58,21 @@ def run_charts(db, agent_id=None, stop_reason=None, source=None, api=None):
     days = sorted(execute(db, last_days, parameters).scalars())
     if days:
         day_clause = (" AND " if where else " WHERE ") + "day >= :first_day"
-        sql = f"SELECT day, stop_reason, sum(count) FROM run_chart_counts{where}{day_clause} GROUP BY day, stop_reason"
+        sql = (
+            f"SELECT day, stop_reason, CAST(sum(count) AS BIGINT) FROM run_chart_counts{where}{day_clause} "
+            "GROUP BY day, stop_reason"
+        )
         for day, reason, count in execute(db, sql, {**parameters, "first_day": days[0]}):
             by_day.setdefault(day, {})[reason] = count
     rounds = execute(
         db,
-        f"SELECT rounds_used, sum(count) FROM run_chart_counts{where} GROUP BY rounds_used ORDER BY rounds_used",
+        f"SELECT rounds_used, CAST(sum(count) AS BIGINT) FROM run_chart_counts{where} GROUP BY rounds_used "
+        "ORDER BY rounds_used",
         parameters,
     ).fetchall()
     rejections = execute(
         db,
-        f"SELECT tool, reason, sum(count) AS calls FROM rejection_counts{where} GROUP BY tool, reason "
+        f"SELECT tool, reason, CAST(sum(count) AS BIGINT) AS calls FROM rejection_counts{where} GROUP BY tool, reason "
         "ORDER BY calls DESC, tool, reason LIMIT 12",
         parameters,
     ).fetchall()

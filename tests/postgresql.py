@@ -13,7 +13,6 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 
-
 def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -36,19 +35,25 @@ class Cluster:
             shutil.chown(self.folder, "postgres", "postgres")
             as_user = ["runuser", "-u", "postgres", "--"]
         data = self.folder / "data"
-        quiet = {"check": True, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE}
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE}
         subprocess.run(
             [*as_user, binaries / "initdb", "-D", data, "--auth=trust", "--username=postgres", "--encoding=UTF8"],
+            check=True,
             **quiet,
         )
-        port = free_port()
-        # A throwaway cluster: nothing it holds must survive a crash, so it never waits for the disk.
-        options = (
-            f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off"
-        )
         self._control = [*as_user, binaries / "pg_ctl", "-D", data]
-        subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
+        for attempt in range(3):  # another process may take the free port first
+            port = free_port()
+            # A throwaway cluster: nothing it holds must survive a crash, so it never waits for the disk.
+            options = (
+                f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off"
+            )
+            started = subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
+            if started.returncode == 0:
+                break
+            if attempt == 2:
+                raise RuntimeError(f"PostgreSQL did not start: {(self.folder / 'log').read_text()}")
         self.url = f"postgresql://postgres@127.0.0.1:{port}"
         self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
         self._created = 0

@@ -67,7 +67,7 @@ def add_upstream(app, base_url, provider_id="upstream", **fields):
     app's MODEL_ENVIRON."""
     app.config["MODEL_ENVIRON"] = {UPSTREAM_KEY: "sk-upstream-key"}
     connection = {"id": provider_id, "label": "Upstream", "base_url": f"{base_url}/v1", "api_key_env": UPSTREAM_KEY}
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     try:
         provider_store.create_provider(db, {**connection, "max_retries": 0, **fields})
     finally:

@@ -28,7 +28,8 @@ class ApiShapeCheckingClient(FlaskClient):
 
 def make_app(tmp_path, database_from=None, **config):
     """The app over tmp_path. Without `database_from` it starts on no database, as a fresh install does; with it,
-    on a copy of that file, so a test pays for a file copy instead of every migration."""
+    on a copy of that file, so a test pays for a file copy instead of every migration. With DATABASE_URL, on that
+    database instead."""
     if database_from is not None:
         shutil.copyfile(database_from, tmp_path / "toolgate.db")
     settings = {

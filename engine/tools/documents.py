@@ -43,12 +43,9 @@ class DocumentStore(Protocol):
         """The documents best matching free text, best first, as {"id", "title", "body"}."""
 
 
-def fts_query(text):
-    """A safe FTS5 query for free text: its words, each quoted, joined with OR; '' when no word is left.
-
-    Quoting makes FTS5 syntax in user text (quotes, AND, NEAR, *, column filters) plain words. The app's index
-    has no stemmer, so a plural also asks for its singular: "refunds" finds "refund".
-    """
+def query_terms(text):
+    """The words of free text a search looks for, at most MAX_QUERY_TERMS: lowercase, no stop word. The app's index
+    has no stemmer, so a plural also asks for its singular: "refunds" finds "refund"."""
     terms = []
     for word in re.findall(r"[^\W_]+", text.lower()):
         if len(word) < MIN_TERM_LENGTH or word in STOP_WORDS:
@@ -56,7 +53,13 @@ def fts_query(text):
         for term in (word, word[:-1]) if word.endswith("s") and len(word) > 3 else (word,):
             if term not in terms:
                 terms.append(term)
-    return " OR ".join(f'"{term}"' for term in terms[:MAX_QUERY_TERMS])
+    return terms[:MAX_QUERY_TERMS]
+
+
+def fts_query(text):
+    """A safe FTS5 query for free text: its terms (query_terms), each quoted, joined with OR; '' when no word is
+    left. Quoting makes FTS5 syntax in user text (quotes, AND, NEAR, *, column filters) plain words."""
+    return " OR ".join(f'"{term}"' for term in query_terms(text))
 
 
 class MemoryDocumentStore:

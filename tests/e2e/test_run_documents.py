@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module", autouse=True)
 def documents(live_server):
-    database = Database(live_server.app.config["DATABASE"])
+    database = Database(live_server.app.config["DATABASE_URL"])
     try:
         document_store.import_documents(database, DOCUMENTS, replace=True)
     finally:

@@ -6,6 +6,7 @@ import pytest
 
 from engine.tools import default_registry
 from store import agents as agent_store
+from store import execute
 from tests.html_reader import page_of
 from tests.support import agent_form_data
 
@@ -377,7 +378,7 @@ def test_a_failed_save_leaves_the_previous_agent_intact(app, client, actions, mo
     app.testing = False  # answer with the 500 page instead of raising into the test
 
     def fail(db, agent):
-        db["agent_tools"].delete_where("agent_id = ?", [agent["id"]])
+        execute(db, "DELETE FROM agent_tools WHERE agent_id = :agent_id", {"agent_id": agent["id"]})
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(agent_store, "_write_tools", fail)

@@ -4,6 +4,8 @@ import pytest
 
 from engine.config import AGENT_DEFAULTS, TOOL_SETTING_DEFAULTS
 
+pytestmark = pytest.mark.both_engines
+
 
 def put(client, agent_id, body):
     return client.put(f"/api/agents/{agent_id}", json=body)

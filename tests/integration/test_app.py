@@ -48,7 +48,7 @@ def test_start_up_creates_every_table_in_wal_mode(tmp_path):
     db = sqlite_utils.Database(app.config["DATABASE"])
     assert {"agents", "agent_tools", "providers", "documents", "documents_fts", "runs", "log"} <= set(db.table_names())
     assert db.journal_mode == "wal"
-    assert migrations.applied_migrations(Database(app.config["DATABASE"])) == migrations.every_step()
+    assert migrations.applied_migrations(Database(app.config["DATABASE_URL"])) == migrations.every_step()
     assert db["runs"].pks == ["id"] and db["log"].pks == ["id"]
     assert {tuple(index.columns) for index in db["runs"].indexes} >= {("agent_id", "id"), ("stop_reason",)}
     assert {tuple(index.columns) for index in db["log"].indexes} >= {("agent_id",), ("level",)}
@@ -103,12 +103,12 @@ def test_a_database_made_before_sqlite_utils_migrations_opens_without_loss(tmp_p
 
 
 def test_migrating_twice_applies_nothing(app):
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     assert migrations.migrate(db.connection) == []
 
 
 def test_every_connection_enforces_foreign_keys(app):
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     with pytest.raises(IntegrityError, match="FOREIGN KEY"):
         db["agent_tools"].insert({"agent_id": "ghost", "tool_name": "list_bundles", "position": 0, "settings": "{}"})

@@ -8,6 +8,9 @@ import pytest
 from tests.html_reader import form_fields, html_of
 from tests.run_panel import read_run_panel
 
+pytestmark = pytest.mark.both_engines
+
+
 REJECTED_BY_REVIEWER = "Error: A reviewer rejected this tool call."
 HTMX = {"HX-Request": "true"}
 AGENT = {

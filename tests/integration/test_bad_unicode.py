@@ -18,6 +18,9 @@ from tests.bad_input_support import (
 from tests.run_scenarios import BUNDLES_MESSAGE
 from tests.support import agent_form_data
 
+pytestmark = pytest.mark.both_engines
+
+
 FORM = "application/x-www-form-urlencoded"
 
 

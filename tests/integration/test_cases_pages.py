@@ -12,6 +12,8 @@ from tests.doubles import ModelDouble, completion
 from tests.html_reader import form_fields, text_of
 from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def bundles(client):

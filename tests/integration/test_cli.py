@@ -21,7 +21,7 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
     app = make_app(tmp_path)
     result = app.test_cli_runner().invoke(args=["init-db"])
     assert result.exit_code == 0
-    database = Database(app.config["DATABASE"])
+    database = Database(app.config["DATABASE_URL"])
     steps = migrations.applied_migrations(database)
     database.close()
     assert steps == migrations.every_step()
@@ -32,7 +32,7 @@ def test_init_db_says_it_created_a_new_database(tmp_path):
 
 def test_init_db_reports_an_up_to_date_database(tmp_path):
     app = make_app(tmp_path)
-    database = Database(app.config["DATABASE"])
+    database = Database(app.config["DATABASE_URL"])
     database.execute("UPDATE schema_history SET applied_at = '2026-01-02 03:04:05.000000+00:00'")
     database.close()
     result = make_app(tmp_path).test_cli_runner().invoke(args=["init-db"])

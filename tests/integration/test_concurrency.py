@@ -70,7 +70,7 @@ def test_fifty_documents_created_then_edited_at_once_are_all_stored(app, base_ur
 
     assert [response.status_code for response in all_at_once(create, range(BURST))] == [303] * BURST
     assert [response.status_code for response in all_at_once(edit, range(BURST))] == [303] * BURST
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     bodies = {row["id"]: row["body"] for row in db["documents"].rows}
     assert bodies == {f"note-{number}": f"Second text of note {number}." for number in range(BURST)}
     # The search index followed every write: each note is found by its own words.
@@ -88,7 +88,7 @@ def test_twenty_runs_against_a_slow_model_at_once_are_all_stored(tmp_path):
     app = live_app(tmp_path, MODEL_ENVIRON={MODEL_KEY: "not a real key"})
     with serving(SlowModel(SLOW_AGENT_SCRIPT)) as model_url, serving(app) as base_url:
         provider_store.create_provider(
-            Database(app.config["DATABASE"]),
+            Database(app.config["DATABASE_URL"]),
             {"id": "slow", "label": "Slow model", "base_url": f"{model_url}/v1", "api_key_env": MODEL_KEY},
         )
         with browser(base_url) as client:

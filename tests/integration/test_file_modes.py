@@ -20,7 +20,7 @@ def test_a_new_instance_is_owner_only(tmp_path):
     instance = tmp_path / "instance"
     app = start(instance)
     app.test_client().put("/api/agents/kept", json={"label": "Kept"})
-    connection = Database(app.config["DATABASE"])  # holds the WAL files open
+    connection = Database(app.config["DATABASE_URL"])  # holds the WAL files open
     try:
         assert mode(instance) == 0o700
         for name in ("toolgate.db", "toolgate.db-wal", "toolgate.db-shm", "secret_key"):

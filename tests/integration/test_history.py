@@ -11,6 +11,9 @@ from store import log as log_store
 from store import runs as run_store
 from store.db import write_transaction
 
+pytestmark = pytest.mark.both_engines
+
+
 AGENTS = ("alpha", "beta")
 REASONS = ("answered", "round_cap", "error")
 RUNS = 130
@@ -23,10 +26,12 @@ def many_runs(client, database):
     run = client.post("/api/agents/alpha/runs", json={"message": "Hi"}).json
     run = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     database["runs"].delete_where()
+    stored = {}
     for number in range(RUNS):
         agent_id, reason = AGENTS[number % 2], REASONS[number % 3]
-        run_store.save_run(database, {**run, "agent_id": agent_id, "stop_reason": reason, "message": f"Run {number}"})
-    return {number + 1: (AGENTS[number % 2], REASONS[number % 3]) for number in range(RUNS)}
+        saved = {**run, "agent_id": agent_id, "stop_reason": reason, "message": f"Run {number}"}
+        stored[run_store.save_run(database, saved)["id"]] = (agent_id, reason)
+    return stored
 
 
 def ids_on(html):
@@ -119,6 +124,7 @@ def query_plans(database, read):
 FILTERS = [{}, {"agent_id": "beta"}, {"stop_reason": "error"}, {"agent_id": "beta", "stop_reason": "error"}]
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("filters", FILTERS)
 @pytest.mark.parametrize("position", [{}, {"before": 60}, {"after": 30}])
 def test_no_runs_page_scans_or_sorts_the_runs(database, many_runs, filters, position):
@@ -138,6 +144,7 @@ def test_no_runs_page_scans_or_sorts_the_runs(database, many_runs, filters, posi
             ), (sql, plan)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("filters", [{}, {"agent_id": "a"}, {"level": "error"}, {"agent_id": "a", "level": "error"}])
 def test_no_log_page_scans_or_sorts_the_log(database, filters):
     entry = {"level": "error", "kind": "policy_violation", "agent_id": "a", "message": "Entry."}

@@ -63,7 +63,7 @@ def client(tmp_path_factory):
     app = make_app(tmp_path_factory.mktemp("hostile"))
     client = app.test_client()
     assert client.put(f"/api/agents/{AGENT_ID}", json=bundles_agent()).status_code == 201
-    client.database = Database(app.config["DATABASE"])
+    client.database = Database(app.config["DATABASE_URL"])
     yield client
     client.database.close()
 

@@ -11,6 +11,8 @@ from store import runs as run_store
 from tests.database import Database
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def stored_run(client):
@@ -20,11 +22,12 @@ def stored_run(client):
     return {key: value for key, value in run.items() if key not in ("id", "created_at")}
 
 
+@pytest.mark.sqlite_only
 def test_a_backup_taken_while_runs_are_written_is_a_whole_database(runner, database, stored_run, tmp_path, app):
     writing = threading.Event()
 
     def write_runs():
-        writer = Database(app.config["DATABASE"])
+        writer = Database(app.config["DATABASE_URL"])
         for number in range(150):
             run_store.save_run(writer, stored_run)
             if number == 10:
@@ -47,6 +50,7 @@ def test_a_backup_taken_while_runs_are_written_is_a_whole_database(runner, datab
     assert not (tmp_path / "copy.db.partial").exists()
 
 
+@pytest.mark.sqlite_only
 def test_backup_refuses_to_overwrite_unless_asked(runner, app, tmp_path):
     target = tmp_path / "copy.db"
     target.write_text("keep me")
@@ -57,6 +61,7 @@ def test_backup_refuses_to_overwrite_unless_asked(runner, app, tmp_path):
     assert sqlite3.connect(target).execute("SELECT count(*) FROM agents").fetchone() == (0,)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize(
     ("target", "message"),
     [("DATABASE", "is the database itself"), ("missing/copy.db", "The folder")],
@@ -65,6 +70,16 @@ def test_backup_refuses_a_target_it_cannot_write(runner, app, tmp_path, target, 
     path = app.config["DATABASE"] if target == "DATABASE" else str(tmp_path / target)
     result = runner.invoke(args=["backup", path, "--replace"])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_backup_on_postgresql_says_to_use_pg_dump_and_writes_nothing(runner, app, tmp_path, engine):
+    result = runner.invoke(args=["backup", str(tmp_path / "copy.db")])
+    if engine == "sqlite":
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 2
+    assert "backup copies a SQLite database" in result.output and "pg_dump --format=custom" in result.output
+    assert "postgres@127.0.0.1" in result.output and not (tmp_path / "copy.db").exists()
 
 
 def age(database, run_id, days):

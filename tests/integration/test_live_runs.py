@@ -20,6 +20,9 @@ from tests.live_http import serving
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
+pytestmark = pytest.mark.both_engines
+
+
 HTMX = {"HX-Request": "true"}
 
 
@@ -102,7 +105,7 @@ def test_each_step_s_log_entries_are_stored_once(client, bundles, database):
     run_id, _html = start_live(client)
     drive(client, run_id)
 
-    entries = list(database["log"].rows_where("run_id = ?", [run_id]))
+    entries = list(database["log"].rows_where("run_id = :run_id", {"run_id": run_id}))
     assert [entry["kind"] for entry in entries] == ["policy_violation"]
 
 
@@ -191,7 +194,7 @@ def test_stop_during_a_step_ends_the_run_as_that_step_ends_with_every_call_answe
     client.put("/api/agents/types", json={"label": "Types", "tools": {"list_entity_types": {}}})
     run_id, _html = start_live(client, "types", "Which entity types are there?")
 
-    run = run_service.step_stored_run(database, run_id, model=StopWhileAnswering(app.config["DATABASE"], run_id))
+    run = run_service.step_stored_run(database, run_id, model=StopWhileAnswering(app.config["DATABASE_URL"], run_id))
 
     assert (run["state"], run["stop_reason"]) == ("finished", "stopped")
     assert [call["status"] for call in run["rounds"][0]["calls"]] == ["executed"]
@@ -304,7 +307,7 @@ def test_a_step_holds_its_run_for_its_models_timeout_plus_the_lease_so_a_slow_st
         agent_store.save_agent(database, {"id": "waits", "label": "Waits", "provider": "slow", "model": "m"}, [])
         run_id = run_service.start_stored_run(database, "waits", "Hi", source="api", lease_seconds=1)
         stepping = threading.Thread(
-            target=lambda: run_service.step_stored_run(Database(app.config["DATABASE"]), run_id, lease_seconds=1)
+            target=lambda: run_service.step_stored_run(Database(app.config["DATABASE_URL"]), run_id, lease_seconds=1)
         )
         stepping.start()
         try:

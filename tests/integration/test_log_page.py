@@ -12,6 +12,8 @@ from store.db import write_transaction
 from tests.html_reader import html_of, text_of
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
+pytestmark = pytest.mark.both_engines
+
 
 @pytest.fixture
 def two_agents(client):

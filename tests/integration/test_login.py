@@ -28,7 +28,7 @@ def visitor(locked):
 
 @pytest.fixture
 def locked_database(locked):
-    connection = Database(locked.config["DATABASE"])
+    connection = Database(locked.config["DATABASE_URL"])
     yield connection
     connection.close()
 

@@ -29,7 +29,7 @@ def locked(tmp_path):
 
 @pytest.fixture
 def database(locked):
-    connection = Database(locked.config["DATABASE"])
+    connection = Database(locked.config["DATABASE_URL"])
     yield connection
     connection.close()
 

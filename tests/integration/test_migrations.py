@@ -5,8 +5,10 @@ import sqlite3
 
 import pytest
 import sqlite_utils
+from sqlalchemy import inspect
 
 from store import legacy_migrations, migrations
+from store.db import open_db
 from tests.database import Database
 from tests.support import make_app
 
@@ -58,7 +60,7 @@ def test_a_database_of_every_earlier_version_upgrades_in_place(tmp_path, stop_be
     app = make_app(tmp_path)
 
     assert app.extensions["toolgate_schema"] == {"created": False, "applied": [*missing, *migrations.every_step()]}
-    database = Database(app.config["DATABASE"])
+    database = Database(app.config["DATABASE_URL"])
     assert migrations.applied_migrations(database) == [*LEGACY_STEPS, *migrations.every_step()]
     database.close()
     fresh = make_app(tmp_path / "fresh")
@@ -67,3 +69,28 @@ def test_a_database_of_every_earlier_version_upgrades_in_place(tmp_path, stop_be
         agent = app.test_client().get("/api/agents/kept").get_json()
         assert agent["label"] == "Kept" and agent["revision"] == 4
     assert make_app(tmp_path).extensions["toolgate_schema"]["applied"] == []  # and the next start applies nothing
+
+
+def columns_of_every_table(url):
+    connection = open_db(url)
+    try:
+        inspector = inspect(connection)
+        return {
+            table: [column["name"] for column in inspector.get_columns(table)]
+            for table in inspector.get_table_names()
+            if not table.startswith("documents_fts")
+        }
+    finally:
+        connection.close()
+
+
+def test_a_new_postgresql_database_has_the_tables_and_columns_of_sqlite(tmp_path, postgresql_template):
+    cluster, _ = postgresql_template
+    url = cluster.create_database()
+    on_postgresql = make_app(tmp_path / "postgresql", DATABASE_URL=url)
+    on_sqlite = make_app(tmp_path / "sqlite")
+    assert on_postgresql.extensions["toolgate_schema"] == {"created": False, "applied": migrations.every_step()}
+    postgresql_tables = columns_of_every_table(url)
+    assert postgresql_tables["documents"].pop() == "search"  # the full-text index, where SQLite has FTS5
+    assert postgresql_tables == columns_of_every_table(on_sqlite.config["DATABASE_URL"])
+    assert make_app(tmp_path / "postgresql", DATABASE_URL=url).extensions["toolgate_schema"]["applied"] == []

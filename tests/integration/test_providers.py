@@ -5,6 +5,9 @@ import pytest
 from tests.html_reader import page_of
 from tests.support import agent_form_data
 
+pytestmark = pytest.mark.both_engines
+
+
 OLLAMA = {
     "label": "Local Ollama",
     "id": "ollama",

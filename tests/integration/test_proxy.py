@@ -26,6 +26,8 @@ from tests.proxy_support import (
     tool_results,
 )
 
+pytestmark = pytest.mark.both_engines
+
 PROXY_COLLATERAL = (
     "Error: This tool call was not executed, because another call in the same response was rejected. Call it again "
     "if you still need it."
@@ -205,7 +207,7 @@ def test_an_edit_to_the_agent_governs_the_next_proxied_request_whoever_made_it(a
     upstream.replies = [(200, completion(content="Done."))]
     with proxy_client(app, "canvas") as sdk:
         sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE])
-        other = Database(app.config["DATABASE"])  # another connection, as another process of the app holds
+        other = Database(app.config["DATABASE_URL"])  # another connection, as another process of the app holds
         try:
             agent_store.save_agent(
                 other,

@@ -19,7 +19,7 @@ def locked_app(tmp_path):
 
 
 def put_chat_agent(app):
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     try:
         agent_store.save_agent(db, {"id": "chat", "label": "Chat", "script": [{"content": "Hi."}]}, known_tools=None)
     finally:
@@ -27,7 +27,7 @@ def put_chat_agent(app):
 
 
 def new_token(app):
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     try:
         return token_store.create_token(db, {"name": "canvas app"})[1]
     finally:

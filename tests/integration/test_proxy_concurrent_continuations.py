@@ -13,6 +13,9 @@ from tests.doubles import ModelDouble
 from tests.live_http import serving
 from tests.proxy_support import PLACE, RESTRICT, USER, add_upstream, completion
 
+pytestmark = pytest.mark.both_engines
+
+
 CONTINUATIONS = 10
 REPEATS = 3
 

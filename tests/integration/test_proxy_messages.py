@@ -27,6 +27,9 @@ from tests.proxy_support import (
 )
 from tests.support import make_app
 
+pytestmark = pytest.mark.both_engines
+
+
 PLACE_TOOL = {
     "name": "place_components",
     "description": PLACE["function"]["description"],
@@ -342,7 +345,7 @@ def test_errors_outside_the_route_come_in_anthropics_shape_under_messages_and_op
 
 def test_with_the_login_on_an_api_token_is_the_key_as_x_api_key_or_a_bearer_token(tmp_path):
     app = make_app(tmp_path, ADMIN_PASSWORD="a long admin password")
-    db = Database(app.config["DATABASE"])
+    db = Database(app.config["DATABASE_URL"])
     try:
         token = token_store.create_token(db, {"name": "claude app"})[1]
         agent_store.save_agent(

@@ -30,6 +30,9 @@ from tests.proxy_support import (
 )
 from tests.support import make_app
 
+pytestmark = pytest.mark.both_engines
+
+
 # The canvas tool as a Responses API client declares it.
 PLACE_TOOL = {"type": "function", **PLACE["function"]}
 ASK = "Build a page with a hero and a text."
@@ -311,7 +314,9 @@ def test_a_proxied_run_stored_before_the_api_was_recorded_reads_as_chat_completi
     put_agent(client, script=[{"content": "Hi."}])
     with proxy_client(app, "canvas") as sdk:
         sdk.chat.completions.create(model="m", messages=[USER])
-    [row] = Database(app.config["DATABASE"]).query("SELECT * FROM runs")
+    database = Database(app.config["DATABASE_URL"])
+    [row] = database.query("SELECT * FROM runs")
+    database.close()
     old_path = tmp_path / "old" / "toolgate.db"
     old_path.parent.mkdir()
     old = sqlite_utils.Database(old_path)

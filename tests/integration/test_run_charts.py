@@ -14,6 +14,9 @@ from store import run_charts
 from store import runs as run_store
 from tests.html_reader import form_fields
 
+pytestmark = pytest.mark.both_engines
+
+
 HTMX = {"HX-Request": "true"}
 
 

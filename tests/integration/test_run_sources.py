@@ -10,6 +10,9 @@ from tests.html_reader import form_fields
 from tests.proxy_support import PLACE
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
+pytestmark = pytest.mark.both_engines
+
+
 USER = {"role": "user", "content": "Hello."}
 HTMX = {"HX-Request": "true"}
 
@@ -66,6 +69,7 @@ def test_an_unknown_source_is_a_400_on_the_api_and_no_filter_on_the_page(client,
     assert "4 runs, newest first." in client.get("/runs?source=robot").get_data(as_text=True)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize("filters", [{"source": "proxy"}, {"agent_id": "chat", "source": "proxy"}])
 def test_a_source_filter_walks_an_index_and_counts_from_the_counts_table(database, one_run_per_source, filters):
     statements = []

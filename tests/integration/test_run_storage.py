@@ -47,7 +47,7 @@ def test_runs_stored_by_the_previous_code_read_back_byte_for_byte(upgraded_app):
 
 
 def test_the_upgrade_shrinks_the_stored_runs(upgraded_app):
-    db = Database(upgraded_app.config["DATABASE"])
+    db = Database(upgraded_app.config["DATABASE_URL"])
     before = sum(len(json.dumps(value)) for row in RECORDED["runs"] for value in row.values())
     after = sum(stored_bytes(db, row["id"]) for row in RECORDED["runs"])
     assert after < 0.6 * before

@@ -18,6 +18,9 @@ from tests.run_scenarios import (
     bundles_agent,
 )
 
+pytestmark = pytest.mark.both_engines
+
+
 SPEC_RUN_KEYS = {
     "id",
     "agent_id",

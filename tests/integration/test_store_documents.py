@@ -1,10 +1,13 @@
-"""store.documents: validation, writes, and the FTS5 index the engine searches staying in step."""
+"""store.documents: validation, writes, and the full-text index the engine searches staying in step, on both engines."""
 
 import pytest
 
-from store import NotFound, ValidationError
+from store import NotFound, ValidationError, execute
 from store import documents as document_store
+from store.db import open_db, write_transaction
 from tests.database import Database
+
+pytestmark = pytest.mark.both_engines
 
 SMALL_CORPUS = [
     {"id": "kettles", "title": "Kettles", "body": "A kettle boils water in three minutes."},
@@ -34,7 +37,7 @@ def test_the_document_table_lists_gets_and_searches(small_table):
 
 
 def test_the_document_table_sees_what_another_connection_commits(app, small_table):
-    other = Database(app.config["DATABASE"])
+    other = Database(app.config["DATABASE_URL"])
     try:
         document_store.create_document(other, {"id": "cups", "title": "Cups", "body": "Cups hold tea."})
     finally:
@@ -43,14 +46,18 @@ def test_the_document_table_sees_what_another_connection_commits(app, small_tabl
 
 
 def test_the_document_table_reads_while_another_connection_holds_a_write_transaction(app, small_table):
-    writer = Database(app.config["DATABASE"])
-    writer.exec_driver_sql("BEGIN IMMEDIATE")
-    writer.exec_driver_sql("INSERT INTO documents (id, title, body) VALUES ('cups', 'Cups', 'Cups hold tea.')")
+    writer = open_db(app.config["DATABASE_URL"])
     try:
-        assert [hit["id"] for hit in small_table.search("kettle cups")] == ["kettles"]
+        with pytest.raises(RolledBack), write_transaction(writer):
+            execute(writer, "INSERT INTO documents (id, title, body) VALUES ('cups', 'Cups', 'Cups hold tea.')")
+            assert [hit["id"] for hit in small_table.search("kettle cups")] == ["kettles"]
+            raise RolledBack
     finally:
-        writer.exec_driver_sql("ROLLBACK")
         writer.close()
+
+
+class RolledBack(Exception):
+    pass
 
 
 def test_create_get_list(database):

@@ -58,7 +58,7 @@ def revoke_while_writing(base_url, revoker, creator, database, round_number):
 
 def test_a_token_busy_writing_is_revoked_and_the_next_request_with_it_is_refused(tmp_path):
     app = make_app(tmp_path, ADMIN_PASSWORD=PASSWORD, WTF_CSRF_ENABLED=True)
-    database = Database(app.config["DATABASE"])
+    database = Database(app.config["DATABASE_URL"])
     with serving(app) as base_url, signed_in(base_url) as revoker, signed_in(base_url) as creator:
         for round_number in range(ROUNDS):
             secret, responses = revoke_while_writing(base_url, revoker, creator, database, round_number)

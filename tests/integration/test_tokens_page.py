@@ -9,6 +9,8 @@ import pytest
 from tests.bad_input_support import database_state
 from tests.html_reader import page_of
 
+pytestmark = pytest.mark.both_engines
+
 
 def create(client, name):
     return client.post("/tokens", data={"name": name})

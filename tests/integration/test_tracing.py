@@ -458,7 +458,7 @@ def test_a_run_from_the_cli_is_exported_too(traced):
     assert agent_span(receiver)["attributes"]["toolgate.run.source"] == "cli"
     assert len(receiver.spans) == 7
     # A pruned run's trace ids go with it.
-    database = Database(app.config["DATABASE"])
+    database = Database(app.config["DATABASE_URL"])
     assert run_store.prune_runs(database, "9999-12-31") == (1, 1)
     assert database.execute("SELECT COUNT(*) FROM run_traces").fetchone() == (0,)
     database.close()

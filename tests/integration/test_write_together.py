@@ -1,6 +1,6 @@
 """Writes handed in at the same moment by many requests are committed together (store.db.write_together), each on
 the database when its request goes on, and one that fails fails alone. Real threads, each with its own connection
-to one database file, as the server's requests have; gunicorn's gevent workers are covered in
+to one database, as the server's requests have, on both engines; gunicorn's gevent workers are covered in
 test_serving_load.py (200 proxied runs recorded at once)."""
 
 import threading
@@ -15,28 +15,46 @@ from store.db import open_db, write_together, write_transaction
 from tests.database import Database
 from tests.live_http import all_at_once
 
+pytestmark = pytest.mark.both_engines
+
 THREADS = 24
 
 
+NOTES = {
+    "sqlite": "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
+    "postgresql": "CREATE TABLE notes (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
+}
+
+
 @pytest.fixture
-def database(tmp_path):
-    path = str(tmp_path / "toolgate.db")
-    create_app({"DATABASE": path, "SECRET_KEY": "write together"}, instance_path=str(tmp_path))
-    db = Database(path)
-    db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)")
+def database(tmp_path, engine, request):
+    """The URL of a migrated database with a `notes` table besides."""
+    if engine == "sqlite":
+        url = str(tmp_path / "toolgate.db")
+        create_app({"DATABASE": url, "SECRET_KEY": "write together"}, instance_path=str(tmp_path))
+    else:
+        cluster, template = request.getfixturevalue("postgresql_template")
+        url = cluster.create_database(template=template)
+    db = Database(url)
+    db.execute(NOTES[engine])
     db.close()
-    return path
+    return url
 
 
-def _connection_per_thread(path):
-    local = threading.local()
+@pytest.fixture
+def connection(database):
+    """A connection per thread, as each request holds one; all given back when the test ends."""
+    local, opened = threading.local(), []
 
     def connection():
         if not hasattr(local, "db"):
-            local.db = open_db(path)
+            local.db = open_db(database)
+            opened.append(local.db)
         return local.db
 
-    return connection
+    yield connection
+    for db in opened:
+        db.close()
 
 
 def _stored_notes(path):
@@ -60,8 +78,7 @@ def _note(text, slow=False, first=None):
     return write
 
 
-def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_stored(database):
-    connection = _connection_per_thread(database)
+def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_stored(database, connection):
 
     def save(number):
         run = {"agent_id": "canvas", "message": f"request {number}", "stop_reason": "answered", "rounds": []}
@@ -74,9 +91,8 @@ def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_store
     assert sorted(message for _, message in saved) == sorted(f"request {number}" for number in range(THREADS))
 
 
-def test_each_write_is_committed_before_its_request_goes_on(database):
+def test_each_write_is_committed_before_its_request_goes_on(database, connection):
     """What a request reads back on another connection right after its write returns is there."""
-    connection = _connection_per_thread(database)
 
     def write_then_read_elsewhere(number):
         note_id = write_together(connection(), _note(f"note {number}", slow=number == 0))
@@ -89,8 +105,7 @@ def test_each_write_is_committed_before_its_request_goes_on(database):
     assert all_at_once(write_then_read_elsewhere, range(THREADS)) == [f"note {number}" for number in range(THREADS)]
 
 
-def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database):
-    connection = _connection_per_thread(database)
+def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database, connection):
     db = Database(database)
     db.execute("INSERT INTO notes (text) VALUES ('taken')")
     db.close()
@@ -127,8 +142,7 @@ class Stopped(BaseException):
     """What stops a request mid-write from outside (gevent kills a greenlet with such an exception)."""
 
 
-def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiting(database):
-    connection = _connection_per_thread(database)
+def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiting(database, connection):
 
     def stopping_write(db):
         time.sleep(0.05)  # the other requests hand in their writes meanwhile
