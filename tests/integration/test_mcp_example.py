@@ -11,17 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.live_http import free_port
 from tests.support import agent_form_data, make_app
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "notes-key-for-the-walk-through"
 START_SECONDS = 20
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
