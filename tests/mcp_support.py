@@ -2,6 +2,7 @@
 thread on 127.0.0.1 (a port the system picks), with tools of every kind the tool-server feature must handle."""
 
 import asyncio
+import re
 import socket
 import threading
 import time
@@ -111,3 +112,24 @@ def live_mcp_server(server=None, wrap=None):
         yield live
     finally:
         live.stop()
+
+
+def hints_as_strings(app):
+    """Wrap an MCP server's ASGI app so that its answers carry every boolean hint as a string (`"readOnlyHint":
+    "true"`), as some servers send them: the SDK's server itself only ever sends booleans."""
+
+    async def wrapped(scope, receive, send):
+        async def rewrite(message):
+            if message["type"] == "http.response.start":
+                headers = [(name, value) for name, value in message["headers"] if name.lower() != b"content-length"]
+                message = {**message, "headers": headers}
+            elif message["type"] == "http.response.body":
+                message = {**message, "body": BOOLEAN_HINT.sub(rb'"\1":"\2"', message.get("body", b""))}
+            await send(message)
+
+        await app(scope, receive, rewrite)
+
+    return wrapped
+
+
+BOOLEAN_HINT = re.compile(rb'"(readOnlyHint|destructiveHint|idempotentHint|openWorldHint)":(true|false)')

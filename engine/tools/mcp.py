@@ -195,14 +195,17 @@ def result_text(result):
     return text
 
 
-def _tool_dict(tool):
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+def _tool_dict(tool, sent):
+    """One listed tool as a plain dict. The hints are read from what the server sent (`sent`, the tool's JSON),
+    not from the SDK's model of it, which turns `"true"` into True: a hint that is not a JSON boolean is left out,
+    so it reads as MCP's default."""
+    annotations = sent.get("annotations") or {}
     return {
         "name": tool.name,
         "title": (tool.title or (tool.annotations.title if tool.annotations else "") or "")[:LABEL_MAX],
         "description": (tool.description or "")[:TOOL_DESCRIPTION_MAX],
         "input_schema": _usable_schema(tool.input_schema),
-        "annotations": {key: value for key, value in annotations.items() if key in HINTS},
+        "annotations": {key: value for key, value in annotations.items() if key in HINTS and isinstance(value, bool)},
     }
 
 
@@ -222,10 +225,18 @@ def _usable_schema(schema):
 
 
 async def _list_tools(client):
+    """Every page of `tools/list`, each read twice: as the SDK's ListToolsResult (which checks its shape) and as
+    the JSON the server sent (for the hints, see _tool_dict)."""
+    from mcp import types
+    from pydantic import TypeAdapter
+
+    as_sent = TypeAdapter(dict)
     tools, cursor = [], None
     for _page in range(100):  # a server whose pages never end cannot hang Connect
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(_tool_dict(tool) for tool in page.tools)
+        request = types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor))
+        sent = await client.session.send_request(request, as_sent)
+        page = types.ListToolsResult.model_validate(sent, by_name=False)
+        tools.extend(_tool_dict(tool, tool_sent) for tool, tool_sent in zip(page.tools, sent["tools"], strict=True))
         cursor = page.next_cursor
         if cursor is None or len(tools) >= TOOLS_MAX:
             break

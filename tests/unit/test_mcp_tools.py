@@ -27,7 +27,7 @@ from engine.tools.mcp import (
     server_tools,
 )
 from tests.live_http import serving
-from tests.mcp_support import live_mcp_server
+from tests.mcp_support import hints_as_strings, live_mcp_server
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +179,15 @@ def test_a_tool_of_a_stopped_server_is_the_calls_error_in_words():
         tool.handler({"text": "hi"}, None)
 
 
+def test_hints_sent_as_strings_are_left_out_so_they_read_as_mcps_defaults():
+    with live_mcp_server(wrap=hints_as_strings) as server:
+        tools = {tool["name"]: tool for tool in list_tools(ServerConnection("kinds", url=server.url, timeout=5))}
+
+    assert tools["echo"]["annotations"] == {}  # it sent "readOnlyHint": "true", which is no boolean
+    assert tools["delete_record"]["annotations"] == {}
+    assert proposed_settings(tools["echo"]["annotations"]) == {"require_approval": True, "max_identical_calls": 1}
+
+
 @pytest.mark.parametrize(
     ("annotations", "proposals"),
     [
@@ -193,6 +202,25 @@ def test_a_tool_of_a_stopped_server_is_the_calls_error_in_words():
 )
 def test_annotations_propose_settings(annotations, proposals):
     assert proposed_settings(annotations) == proposals
+
+
+NOT_BOOLEAN = (
+    st.none()
+    | st.integers()
+    | st.floats()
+    | st.text()
+    | st.lists(st.booleans())
+    | st.dictionaries(st.text(), st.booleans())
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]), NOT_BOOLEAN
+    )
+)
+def test_a_hint_that_is_not_a_boolean_proposes_as_if_the_server_left_it_out(annotations):
+    assert proposed_settings(annotations) == proposed_settings({})
 
 
 @given(st.text(min_size=1, max_size=200), st.from_regex(r"[a-z][a-z0-9]{0,31}", fullmatch=True))
