@@ -27,7 +27,7 @@ from engine.tools.mcp import (
     server_tools,
 )
 from tests.live_http import serving
-from tests.mcp_support import hints_as_strings, live_mcp_server
+from tests.mcp_support import handshake_then, hints_as_strings, live_mcp_server, rpc_answer
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +169,33 @@ def test_a_protocol_error_is_named():
             list_tools(ServerConnection("broken", url=base_url + "/mcp", timeout=5))
     assert raised.value.kind == PROTOCOL
     assert "Broken on purpose" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (
+            lambda request_id: b'{"jsonrpc": "2.0", "id": %d, "result": {"tools": [' % request_id,
+            "its tool list is not valid JSON: EOF while parsing a list at line 1 column 49",
+        ),
+        (
+            lambda request_id: rpc_answer(request_id, result={"tools": "none"}),
+            "its tool list does not follow the MCP protocol (tools: Input should be a valid list)",
+        ),
+        (
+            lambda request_id: rpc_answer(request_id, error={"code": -32601, "message": "Method not found"}),
+            "its tools/list answered a JSON-RPC error -32601: Method not found",
+        ),
+        (lambda request_id: b'{"tools": []}', "its tool list is not a JSON-RPC message"),
+    ],
+)
+def test_a_server_that_answers_the_handshake_then_sends_a_broken_tool_list_is_told_what_it_sent(answer, words):
+    with serving(handshake_then(answer)) as base_url:
+        with pytest.raises(McpError) as raised:
+            list_tools(ServerConnection("odd", url=base_url + "/mcp", timeout=5))
+
+    assert raised.value.kind == PROTOCOL
+    assert str(raised.value) == f"{base_url}/mcp answered the handshake, but {words}"
 
 
 def test_a_tool_of_a_stopped_server_is_the_calls_error_in_words():
