@@ -28,7 +28,7 @@ from services import cases as case_service
 from services import demo, run_texts
 from services import runs as run_service
 from services import tool_servers as tool_server_service
-from services.settings import configured_names, is_loopback, login_enabled, run_options, tool_registry
+from services.settings import allowed_networks, configured_names, is_loopback, login_enabled, run_options, tool_registry
 from services.tracing import traced
 from store import NotFound, RevisionConflict, ValidationError, migrations, row_exists
 from store import agents as agent_store
@@ -546,6 +546,7 @@ def add_tool_server_command(server_id, url, command, label, headers_text, timeou
             create=not (replace and row_exists(db, "tool_servers", server_id)),
             key_variables=configured_names("KEY_VARIABLES"),
             allow_command=True,
+            allowed_networks=allowed_networks(),
         )
     except ValidationError as error:
         details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())

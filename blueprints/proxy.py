@@ -5,7 +5,8 @@ OpenAI's API gets the agent's tool policy by changing its base URL.
 recorded); `GET …/models` lists the model it answers with. Answers and errors are in OpenAI's shapes, not the
 JSON API's — `{"error": {"message", "type", "param", "code"}}` — since the client is an OpenAI client; every
 answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the blueprint needs no CSRF token. With the
-login on, the key a client sends must be an API token (blueprints.auth).
+login on, the key a client sends must be an API token (blueprints.auth), and a kept response is read and continued
+only with the token that created it.
 """
 
 from itertools import chain
@@ -13,6 +14,7 @@ from itertools import chain
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
 
 from blueprints import log_proxy_refusal
+from blueprints.auth import request_credential
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
@@ -52,7 +54,12 @@ def answer_in(api, agent_id):
     if not isinstance(body, dict):
         return _refused(api, 400, "The body must be a JSON object.")
     options = run_options()
-    services = {"registry": options["registry"], "environ": options["environ"], "transport": options["transport"]}
+    services = {
+        "registry": options["registry"],
+        "environ": options["environ"],
+        "transport": options["transport"],
+        "creator": request_credential(),  # a kept response is read and continued by its creator alone
+    }
     try:
         if body.get("stream") is True:
             return _streamed(api, agent_id, body, services)
@@ -122,7 +129,7 @@ def responses(agent_id):
 def response(agent_id, response_id):
     """A response the agent's proxy kept (OpenAI's `GET /responses/<id>`)."""
     try:
-        return jsonify(proxy_service.kept_response(get_db(), agent_id, response_id))
+        return jsonify(proxy_service.kept_response(get_db(), agent_id, response_id, request_credential()))
     except NotFound as error:
         return _refused(responses_api, 404, str(error), code="not_found")
 

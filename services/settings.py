@@ -6,6 +6,7 @@ import os
 
 from flask import current_app
 
+from engine.addresses import AllowedNetworks
 from services import tool_servers as tool_server_service
 from store import providers as provider_store
 
@@ -23,6 +24,12 @@ def configured_names(name):
     if isinstance(value, str):
         value = value.replace(",", " ").split()
     return [str(item) for item in value]
+
+
+def allowed_networks():
+    """What the operator allows besides the address rule of tool server and provider URLs (engine.addresses):
+    TOOLGATE_ALLOWED_NETWORKS, networks and host names separated by commas. create_app checks it at start-up."""
+    return AllowedNetworks.parse(configured_names("ALLOWED_NETWORKS"))
 
 
 def run_options():

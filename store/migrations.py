@@ -389,6 +389,16 @@ def _log_kinds(db):
         db["log"].create_index([*columns, "id"])
 
 
+@migrations(name="0070_token_agents_and_response_creators")
+def _token_agents_and_response_creators(db):
+    # A token may be limited to the proxy of named agents: `agents` holds their ids as a JSON list; null (every
+    # token made before) opens the whole API and every proxy. A kept response records the credential that created
+    # it, `creator` ("token:<id>"), and only that credential reads or continues it; null for a response kept with
+    # the login off (or before this step), which then no token reaches.
+    db["api_tokens"].add_column("agents", str)
+    db["responses"].add_column("creator", str)
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from tests.mcp_support import build_test_server, live_mcp_server
+from tests.html_reader import Page, form_fields
+from tests.mcp_support import build_test_server, hints_as_strings, live_mcp_server
 from tests.support import agent_form_data
 
 SLOW_TIMEOUT = 1.0
@@ -260,3 +261,35 @@ def test_a_vanished_tool_is_on_the_form_only_of_an_agent_that_still_enables_it(c
     assert 'name="tools-kinds__weather-enabled"' not in client.get("/agents/new").get_data(as_text=True)
     kept = squashed(client.get("/agents/keeper/edit"))
     assert 'name="tools-kinds__weather-enabled"' in kept and "No longer listed by its tool server" in kept
+
+
+def test_accepting_max_identical_calls_fills_in_1_and_the_form_as_shown_saves_it(client, kinds):
+    form = agent_form_data({"label": "Adder", "id": "adder", "tools": {"kinds__add_record": {}}})
+
+    accepted = client.post("/agents/new", data={**form, "accept_hints": "kinds__add_record"})
+
+    assert accepted.status_code == 200
+    page = accepted.get_data(as_text=True)
+    notice = "Filled in the settings proposed for kinds__add_record by its server&#39;s hints: Max identical calls 1."
+    assert notice in squashed(accepted)
+    assert Page(page).value("tools-kinds__add_record-max_identical_calls") == "1"
+    assert "at most 1 identical calls" in squashed(accepted)  # the folded group's summary
+    saved = client.post("/agents/new", data=form_fields(page, "agent-form"))
+
+    assert saved.status_code == 303
+    assert client.get("/api/agents/adder").get_json()["tools"]["kinds__add_record"]["max_identical_calls"] == 1
+    assert "(from the server's hints)" in client.get("/agents/adder").get_data(as_text=True)
+
+
+def test_a_server_sending_its_hints_as_strings_gets_mcps_defaults_and_their_proposals(client):
+    with live_mcp_server(wrap=hints_as_strings) as server:
+        added = client.put("/api/tool-servers/kinds", json={"label": "Kinds", "url": server.url, "timeout": 10})
+        assert added.status_code == 201, added.get_json()
+
+        page = squashed(client.get("/agents/new"))
+
+    assert "readOnlyHint" not in page  # "true" as a string is no hint: MCP's default, not read-only
+    assert "The server's hints say read-only" not in page
+    assert (
+        page.count("Proposed from the server's hints: <strong>Require approval, Max identical calls 1</strong>.") == 8
+    )
