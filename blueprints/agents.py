@@ -6,6 +6,7 @@ the machine name derived from the label.
 """
 
 import json
+from pathlib import Path
 
 from flask import Blueprint, abort, render_template, request
 
@@ -25,6 +26,8 @@ from store import tool_servers as tool_server_store
 from store.db import get_db
 
 bp = Blueprint("agents", __name__)
+# The JSON Schema of a policy file, as the repository holds it (services.policy_format.agent_schema builds it).
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema" / "agent.json"
 
 
 def _provider_choices(db):
@@ -111,6 +114,12 @@ def _submit(db, form, agent_id, create):
     marks = tool_hints.kept_marks(tool_hints.posted_marks(request.form), saved, tool_registry())
     tool_server_store.save_hint_marks(db, saved["id"], marks)
     return saved, {}, None
+
+
+@bp.get("/schema/agent.json")
+def agent_schema():
+    """The schema editors fetch for the `# yaml-language-server: $schema=…` line every policy file starts with."""
+    return SCHEMA_FILE.read_bytes(), {"Content-Type": "application/schema+json"}
 
 
 @bp.get("/")
