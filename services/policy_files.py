@@ -5,9 +5,13 @@ The CLI (`export-agents`, `apply`, `export-agent`, `import-agent`) and the agent
 these; the file format itself is services/policy_format.py.
 """
 
+import base64
+import binascii
 import difflib
 import hashlib
+import io
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +98,45 @@ def export(db, agent_ids, schema_url):
     """[(file name, text)] of the agents named (every agent when none is), sorted by id. Raises NotFound."""
     agents = [agent_store.get_agent(db, agent_id) for agent_id in agent_ids] or agent_store.list_agents(db)
     return [(f"{agent['id']}.yaml", dump_policy(agent, schema_url)) for agent in sorted(agents, key=_agent_id)]
+
+
+def export_zip(db, schema_url):
+    """Every agent's policy file in one zip (its entries dated 1980-01-01, so the same agents give the same
+    bytes)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in export(db, [], schema_url):
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text.encode("utf-8"))
+    return buffer.getvalue()
+
+
+def uploaded(named_contents):
+    """PolicyFiles from (file name, bytes) pairs a browser sent: the name without any folder. Raises
+    PolicyInputError for none, or for a file that is not .yaml."""
+    files = [PolicyFile(Path(name.replace("\\", "/")).name, content) for name, content in named_contents if name]
+    problems = [
+        f"{file.name}: is not a policy file (ID.yaml)" for file in files if Path(file.name).suffix not in SUFFIXES
+    ]
+    if not files:
+        problems.append("Choose one or more policy files (ID.yaml).")
+    if problems:
+        raise PolicyInputError(problems)
+    return files
+
+
+def carried(files):
+    """The (name, base64 content) pairs a confirmation form carries."""
+    return [(file.name, base64.b64encode(file.content).decode("ascii")) for file in files]
+
+
+def from_carried(names, contents):
+    """The files a confirmation form carried back. Raises PolicyInputError when they were tampered with."""
+    try:
+        return uploaded(zip(names, (base64.b64decode(content, validate=True) for content in contents), strict=True))
+    except (binascii.Error, ValueError):
+        raise PolicyInputError(
+            ["The confirmation did not carry the files of the preview; upload them again."]
+        ) from None
 
 
 def _agent_id(agent):

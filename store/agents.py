@@ -12,7 +12,7 @@ from . import ManagedByFile, NotFound, RevisionConflict, get_row, now, row_exist
 from .db import write_transaction
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
-RESERVED_IDS = ("new",)  # /agents/new is the create page
+RESERVED_IDS = ("new", "export", "import")  # /agents/new is the create page; the others, Export and Import
 REVISION_MAX = 2**63 - 1  # the largest integer SQLite stores
 
 
