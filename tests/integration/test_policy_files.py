@@ -165,6 +165,9 @@ BAD_FILES = [
     ("label: Builder\n", "label: Builder\nrevision: 4\n", "builder.yaml:4: revision: is not part of a policy file"),
     ("label: Builder\n", "label: Builder\non_round_cap: stop\n", "builder.yaml:4: on_round_cap: must be one of"),
     ("label: Builder\n", "label: Builder\ntemperature: hot\n", "builder.yaml:4: temperature: must be empty (null)"),
+    ("label: Builder\n", "label: Builder\ntemperature: .nan\n", "builder.yaml:4: temperature: is NaN or Infinity"),
+    ("label: Builder\n", "label: Builder\nmax_rounds: 6.5\n", "builder.yaml:4: max_rounds: must be a whole number"),
+    ("id: builder\n", "id: 7\n", "builder.yaml:2: id: must start with a lowercase letter"),
     (
         "label: Builder\n",
         "label: Builder\nprovider: openai\n",
