@@ -17,6 +17,15 @@ def tool_registry():
     return tool_server_service.app_registry(current_app.config["TOOL_REGISTRY"], configured_names("KEY_VARIABLES"))
 
 
+DEFAULT_SCHEMA_URL = "http://127.0.0.1:5000/schema/agent.json"
+
+
+def schema_url():
+    """Where the policy files written point editors for their JSON Schema: TOOLGATE_SCHEMA_URL, or where `make run`
+    serves it. One address for the CLI and the pages alike, so both write the same bytes."""
+    return current_app.config.get("SCHEMA_URL") or DEFAULT_SCHEMA_URL
+
+
 def configured_names(name):
     """A config value listing names, as a list: a list already, or text separated by commas or spaces (how an
     environment variable such as TOOLGATE_ALLOWED_HOSTS gives it)."""

@@ -399,6 +399,14 @@ def _token_agents_and_response_creators(db):
     db["responses"].add_column("creator", str)
 
 
+@migrations(name="0071_agent_origin")
+def _agent_origin(db):
+    # An agent applied from a policy file (flask apply, issue 34) records the file's path and the SHA-256 of its
+    # content; while origin_path is set, the pages, the API and import-agent refuse to change it. Null: the pages'.
+    db["agents"].add_column("origin_path", str)
+    db["agents"].add_column("origin_digest", str)
+
+
 def _carry_over_legacy_names(db):
     """Record the steps an older database listed in its own `migrations` table, then drop that table."""
     if LEGACY_TABLE not in db.table_names():
