@@ -176,13 +176,12 @@ class LiveAnswer:
         except StopIteration as done:
             exchange = done.value
         except UpstreamError as error:
-            self.exchange = self.proxy_exchange.failed(error)
+            self.exchange = self.failed(error)
             if started:
                 yield Failure(error.status, error.message)
             return
-        except GeneratorExit:  # the client went away: the run keeps the text it had been sent
-            failed = self.proxy_exchange.failed(UpstreamError(499, CLIENT_WENT_AWAY))
-            self.exchange = replace(failed, answer="".join(self.shown) or None)
+        except GeneratorExit:  # the client went away
+            self.exchange = self.failed(UpstreamError(499, CLIENT_WENT_AWAY))
             raise
         completion = exchange.completion
         if not started:
@@ -195,6 +194,10 @@ class LiveAnswer:
         for index, call in enumerate(message.get("tool_calls") or []):
             yield Call(index, call["id"], call["function"]["name"], call["function"].get("arguments") or "")
         yield End(completion["choices"][0].get("finish_reason") or "stop", completion.get("usage"))
+
+    def failed(self, error):
+        """The failed exchange, its answer the text the client had been sent before the stream ended."""
+        return replace(self.proxy_exchange.failed(error), answer="".join(self.shown) or None)
 
     def show(self, text, first):
         """Text for the client; the first text of another response than the one it read last begins a paragraph

@@ -7,15 +7,18 @@ the real SDKs the clients."""
 import json
 import socket
 import struct
+import time
 from contextlib import ExitStack
 
+import anthropic
 import openai
 import pytest
 
 from tests.live_http import serving
-from tests.proxy_support import PLACE, RESTRICT, add_upstream
+from tests.proxy_support import PLACE, RESTRICT, USER, add_upstream
 from tests.raw_http import raw_server
 
+WAIT = 10.0  # seconds the run may take to be recorded
 TIMEOUT = 1.0  # the upstream connection's timeout, which the stall outlasts
 FIRST_WORDS = "Hello, "
 # What the client is told for each way the upstream fails, as the run records it too.
@@ -72,7 +75,12 @@ def served(app, client):
 
 
 def recorded_run(client):
-    [run] = client.get("/api/runs?agent=canvas").json["runs"]
+    """The run of the test's one request, once recorded: a client that read the error hangs up before the stream's
+    end is recorded."""
+    deadline = time.monotonic() + WAIT
+    while not (runs := client.get("/api/runs?agent=canvas").json["runs"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [run] = runs
     return client.get(f"/api/runs/{run['id']}").json
 
 
@@ -94,9 +102,47 @@ def test_a_streamed_response_whose_upstream_fails_ends_with_response_failed(clie
     assert [event.sequence_number for event in events] == list(range(len(events)))
     run = recorded_run(client)
     assert (run["stop_reason"], run["error"]) == ("error", failed.response.error.message)
+    assert run["answer"] == FIRST_WORDS  # what the client received
     assert not [record for record in caplog.records if record.name == "werkzeug"]  # no traceback in the output
+
+
+@pytest.mark.parametrize("way", FAILURES)
+def test_a_streamed_chat_completion_whose_upstream_fails_ends_with_the_error_and_records_the_text(client, served, way):
+    base_url = served(way)
+    sdk = openai.OpenAI(base_url=f"{base_url}/proxy/canvas/v1", api_key="any key", max_retries=0)
+    received = []
+    with pytest.raises(openai.APIError) as raised:
+        for chunk in sdk.chat.completions.create(model="m", messages=[USER], tools=[PLACE], stream=True):
+            received.append(chunk.choices[0].delta.content or "")
+    assert "".join(received) == FIRST_WORDS
+    assert raised.value.message.startswith(FAILURES[way])
+    run = recorded_run(client)
+    assert (run["stop_reason"], run["answer"], run["error"]) == ("error", FIRST_WORDS, raised.value.message)
+
+
+@pytest.mark.parametrize("way", FAILURES)
+def test_a_streamed_message_whose_upstream_fails_ends_with_the_error_and_records_the_text(client, served, way):
+    base_url = served(way)
+    sdk = anthropic.Anthropic(base_url=f"{base_url}/proxy/canvas", api_key="any key", max_retries=0)
+    received = []
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        tools = [_anthropic_tool(PLACE)]
+        for event in sdk.messages.create(model="m", max_tokens=100, messages=[USER], tools=tools, stream=True):
+            if event.type == "content_block_delta":
+                received.append(event.delta.text)
+    assert "".join(received) == FIRST_WORDS
+    assert raised.value.body["error"]["type"] == "api_error"
+    message = raised.value.body["error"]["message"]
+    assert message.startswith(FAILURES[way])
+    run = recorded_run(client)
+    assert (run["stop_reason"], run["answer"], run["error"]) == ("error", FIRST_WORDS, message)
 
 
 def _function(tool):
     """A chat tool as a Responses function tool."""
     return {"type": "function", **tool["function"]}
+
+
+def _anthropic_tool(tool):
+    function = tool["function"]
+    return {"name": function["name"], "description": function["description"], "input_schema": function["parameters"]}
