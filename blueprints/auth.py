@@ -29,7 +29,7 @@ from store.db import get_db, open_db
 bp = Blueprint("auth", __name__)
 
 SESSION_KEY = "session_id"
-OPEN_ENDPOINTS = ("auth.login", "static")
+OPEN_ENDPOINTS = ("auth.login", "static", "proxy_probes.probe")  # the probe answers whatever the key
 MAX_IDLE_MINUTES = 366 * 24 * 60
 # A path on this site: "/" then anything but a second slash or backslash (browsers read "//x" and "/\\x" as another
 # site), and no control character or space (a browser drops tabs and line breaks, and a header cannot hold them).
