@@ -141,6 +141,7 @@ def create_app(test_config=None, instance_path=None):
     csrf.exempt(api_providers.bp)  # JSON only, like the agents API
     app.register_blueprint(proxy.bp)
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
+    app.register_blueprint(proxy.probes)
     register_error_handlers(app)
     register_template_helpers(app)
     traces.init_app(app)

@@ -21,7 +21,7 @@ from engine import approvals
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions, messages
 from engine.proxy.recording import PROXY_SOURCE
-from engine.round import AWAITING_CLIENT, ERROR, STOPPED
+from engine.round import AWAITING_CLIENT, CANCELLED, ERROR, STOPPED
 from engine.types import ABANDONED, ALLOWED, AWAITING, AWAITING_APPROVAL, EXECUTED, INTERRUPTED, REJECTED, RUNNING
 from engine.types import ERROR as CALL_ERROR
 from services import proxy as proxy_service
@@ -276,6 +276,7 @@ TEMPLATE_NAMES = SimpleNamespace(
     ERROR=ERROR,
     STOPPED=STOPPED,
     AWAITING_CLIENT=AWAITING_CLIENT,
+    CANCELLED=CANCELLED,
     EXECUTED=EXECUTED,
     REJECTED=REJECTED,
     ALLOWED=ALLOWED,

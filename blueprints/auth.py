@@ -33,7 +33,8 @@ from store.db import get_db, open_db
 bp = Blueprint("auth", __name__)
 
 SESSION_KEY = "session_id"
-OPEN_ENDPOINTS = ("auth.login", "static", "agents.agent_schema")  # the schema: for editors, which hold no login
+# The schema serves editors, which hold no login; a client's probe of the proxy is answered whatever its key.
+OPEN_ENDPOINTS = ("auth.login", "static", "agents.agent_schema", "proxy_probes.probe")
 MAX_IDLE_MINUTES = 366 * 24 * 60
 # A path on this site: "/" then anything but a second slash or backslash (browsers read "//x" and "/\\x" as another
 # site), and no control character or space (a browser drops tabs and line breaks, and a header cannot hold them).

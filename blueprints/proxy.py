@@ -28,6 +28,9 @@ from store import providers as provider_store
 from store.db import get_db
 
 bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
+# The checks a client makes that its base URL answers before it starts (Claude Code sends HEAD to its base URL,
+# …/proxy/<agent id>, and to api/hello under it).
+probes = Blueprint("proxy_probes", __name__, url_prefix="/proxy/<agent_id>")
 RUN_HEADER = "X-Toolgate-Run"
 
 
@@ -155,6 +158,14 @@ def _default_model(db, provider_id):
         return provider_store.get_provider(db, provider_id)["default_model"]
     except NotFound:
         return ""
+
+
+@probes.route("/", methods=["HEAD"], strict_slashes=False)
+@probes.route("/api/hello", methods=["HEAD"])
+def probe(agent_id):
+    """Answered as an API server answers a HEAD on its base: 200, whatever the key and without looking the agent up
+    (so it tells no one which agents exist), and not logged as a refused request."""
+    return Response(status=200, mimetype="application/json")
 
 
 @bp.app_context_processor

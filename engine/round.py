@@ -31,9 +31,10 @@ TRUNCATED = "truncated"
 CONTENT_FILTER = "content_filter"
 STOPPED = "stopped"
 AWAITING_CLIENT = "awaiting_client"  # a proxied run whose client got tool calls to run (engine.proxy)
+CANCELLED = "cancelled"  # a proxied request its client closed before its answer was complete (engine.proxy)
 STOP_REASONS = (
     *(ANSWERED, ROUND_CAP, RETURN_DIRECTLY, TOOLS_DISABLED, ERROR, TRUNCATED, CONTENT_FILTER, STOPPED),
-    AWAITING_CLIENT,
+    *(AWAITING_CLIENT, CANCELLED),
 )
 # An answer the provider cut off ends the run, its partial text the answer (SPEC §4).
 CUT_OFF_STOP_REASONS = {"length": TRUNCATED, "content_filter": CONTENT_FILTER}

@@ -20,6 +20,7 @@ from ..providers import ProviderError, RequestSettings
 from ..round import (
     ASK_AGAIN,
     AWAITING_CLIENT,
+    CANCELLED,
     ERROR,
     FINAL,
     ROUND_CAP,
@@ -228,6 +229,11 @@ class ProxyExchange:
         message = f'The agent "{self.config.id}" could not answer a proxied request: {error.message}'
         write_log([log_entry("error", "proxy_error", self.config.id, message)], self.log)
         return self.exchange(None, error, ERROR, None)
+
+    def cancelled(self):
+        """The client closed its request before its answer was complete: not a failure of the proxy or the
+        provider, so nothing is logged."""
+        return self.exchange(None, None, CANCELLED, None)
 
     def exchange(self, completion, error, stop_reason, answer):
         return Exchange(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from ..config import TOOL_NAME_PATTERN, ValidationError
 from . import chat_completions
 from .request import ProxyRequest, read_request
-from .stream import Call, End, Start, Text, pieces_of, server_sent_events
+from .stream import Call, End, Failure, Start, Text, pieces_of, server_sent_events
 
 NAME = "responses"
 ROLES = ("user", "system", "developer", "assistant")
@@ -49,6 +49,7 @@ ECHOED = {
     "user": None,
 }
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}  # finish reason -> why
+FAILED = {429: "rate_limit_exceeded"}  # an upstream's status -> the code of the failed response's error
 
 
 @dataclass(frozen=True)
@@ -473,6 +474,15 @@ class _Output:
             response["incomplete_details"] = {"reason": reason}
         yield {"type": f"response.{status}", "response": response}
 
+    def failed(self, piece):
+        """The upstream failed mid-stream: the response fails with the error, as OpenAI's do, the text the client
+        already read kept as an incomplete message."""
+        if self.message is not None:
+            self.items.append(self._message_item("incomplete", [self._part(self.message["text"])]))
+            self.message = None
+        error = {"code": FAILED.get(piece.status, "server_error"), "message": piece.message}
+        yield {"type": "response.failed", "response": self.response("failed", error=error)}
+
     def response(self, status, **fields_):
         return {**self.head, "status": status, "output": list(self.items), **fields_}
 
@@ -504,10 +514,16 @@ def _usage(usage):
 
 
 def response_events(pieces, request):
-    """The Responses events of an answer's pieces, each with its sequence number; the last one (response.completed
-    or response.incomplete) carries the whole response."""
+    """The Responses events of an answer's pieces, each with its sequence number; the last one (response.completed,
+    response.incomplete, or response.failed when the upstream failed mid-stream) carries the whole response."""
     output = _Output(request)
-    steps = {Start: output.start, Text: lambda piece: output.text(piece.text), Call: output.call, End: output.end}
+    steps = {
+        Start: output.start,
+        Text: lambda piece: output.text(piece.text),
+        Call: output.call,
+        End: output.end,
+        Failure: output.failed,
+    }
     number = 0
     for piece in pieces:
         for event in steps[type(piece)](piece):
