@@ -210,7 +210,7 @@ def test_the_run_page_of_an_agent_whose_tools_all_run_in_its_client_says_so_and_
 
     assert "This agent's tools run in its client" in html
     assert "a run from this page offers the model no tools" in html
-    assert 'Base URL <code data-testid="proxy-base-url">http://localhost/proxy/client_only/v1</code>' in html
+    assert '<code data-testid="proxy-base-url">http://localhost/proxy/client_only/v1</code>' in html
     assert "TOOLGATE_URL=http://localhost .venv/bin/python examples/proxy_client.py" in html
 
 
