@@ -30,9 +30,10 @@ def post_new(client, *parts, **fields):
     return client.post("/agents/new", data=data)
 
 
-def test_the_new_agent_form_has_a_client_tools_section_with_the_proxy_address(client):
+def test_the_new_agent_forms_picker_adds_client_tools_and_gives_the_proxy_address(client):
     html = client.get("/agents/new").get_data(as_text=True)
-    assert "<legend>Client tools</legend>" in html
+    assert "<legend>Client tools</legend>" not in html  # none on the form yet
+    assert "<strong>Client tools</strong>: tools the client runs" in html
     assert 'name="new_client_tool"' in html and 'name="add_client_tool"' in html
     assert "/proxy/AGENT_ID/v1" in html
 
