@@ -20,7 +20,9 @@ pytestmark = pytest.mark.e2e
 
 SERVERS = {"kinds": "Kinds", "records": "Records", "weather": "Weather"}
 MCP_TOOLS_PER_SERVER = 8  # tests/mcp_support.build_test_server
-DEMO_AGENTS = ["canvas_builder", "canvas_reviewed", "catalog_explorer", "catalog_page", "docs_assistant"]
+DEMO_AGENTS = [
+    "browser_canvas", "canvas_builder", "canvas_reviewed", "catalog_explorer", "catalog_page", "docs_assistant",
+]  # fmt: skip
 MAX_HEIGHT = 2500
 
 
