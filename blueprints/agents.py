@@ -2,7 +2,8 @@
 
 The form posts plainly (Post/Redirect/Get); htmx only swaps fragments in: the "Multiple call error message"
 field when "Restrict to one call per response" is ticked, an argument rule's values when a rule is chosen, and
-the machine name derived from the label.
+the machine name derived from the label. The form lists the agent's tools; the others are added from its picker
+(blueprints.forms.tool_picker), like client tools, by posting the form back.
 """
 
 import json
@@ -11,6 +12,7 @@ from pathlib import Path
 from flask import Blueprint, abort, render_template, request
 
 from blueprints import confirm_delete, done, run_charts, tool_hints
+from blueprints.forms import tool_picker
 from blueprints.forms.agents import agent_form, agent_form_class
 from blueprints.forms.client_tools import client_tool_edit, posted_client_tools
 from blueprints.forms.fields import ButtonForm, apply_errors
@@ -44,13 +46,17 @@ def _agent_form(db, agent=None, client_tools=None):
 
 
 def _render_form(
-    form, agent=None, status=200, form_errors=(), conflict=None, client_tool_notice="", origin=None, **hints
+    form, agent=None, status=200, form_errors=(), conflict=None, notice="", added_tool=None, origin=None, **hints
 ):
-    """`hints`: hint_notice and hint_marks ({tool: settings}) for the tool servers' tools; the marks default to
-    those posted, or on a GET to the stored ones. `origin`: the policy file that manages the agent, which makes
-    the form read-only."""
+    """The form with the tools on it, and the picker of the others. `notice`: what an Add or Remove button did;
+    `hints`: hint_notice and hint_marks ({tool: settings}) for the tool servers' tools; the marks default to those
+    posted, or on a GET to the stored ones. `origin`: the policy file that manages the agent, which makes the form
+    read-only."""
     registry = tool_registry()
     servers = tool_server_store.list_tool_servers(get_db())
+    shown = tool_picker.tools_on_form(form, request.form)
+    vanished = set(registry.vanished_names())
+    offered = [name for name in form.tool_names if name not in shown and name not in vanished]
     if "hint_marks" not in hints:
         stored = request.method == "GET" and agent is not None
         hints["hint_marks"] = (
@@ -62,12 +68,14 @@ def _render_form(
             form=form,
             agent=agent,
             tools=registry,
-            tool_groups=tool_hints.tool_groups(form.tool_names, registry, servers),
+            tool_groups=tool_hints.tool_groups(shown, registry, servers),
+            picker_groups=tool_hints.tool_groups(offered, registry, servers),
+            added_tool=added_tool,
             proposals=tool_hints.proposal_words,
             form_errors=form_errors,
             conflict=conflict,
             derived_machine_name=machine_name(form.label.data or ""),
-            client_tool_notice=client_tool_notice,
+            notice=notice,
             origin=origin,
             **hints,
         ),
@@ -100,7 +108,22 @@ def _client_tool_edit_page(db, agent):
         typed_in.errors = [edit.error]
         return _render_form(form, agent=agent, status=400)
     typed_in.data = ""
-    return _render_form(form, agent=agent, client_tool_notice=edit.notice)
+    return _render_form(form, agent=agent, notice=edit.notice)
+
+
+def _add_tool_page(db, agent):
+    """The form again with one more tool on it, enabled and its settings open, nothing saved; None unless an Add
+    button of the picker was pressed."""
+    if tool_picker.ADD not in request.form:
+        return None
+    form = _agent_form(db, client_tools=posted_client_tools(request.form))
+    try:
+        tool_name = tool_picker.tool_to_add(request.form, form.tool_names, tool_registry().vanished_names())
+    except ValueError:
+        abort(400)
+    form.tools[tool_name].enabled.data = True
+    notice = f'Added the tool "{tool_name}": set its settings below, then save the agent to keep it.'
+    return _render_form(form, agent=agent, notice=notice, added_tool=tool_name)
 
 
 def _submit(db, form, agent_id, create):
@@ -140,7 +163,7 @@ def new_agent():
     db = get_db()
     if request.method == "GET":
         return _render_form(_agent_form(db, agent={**AGENT_DEFAULTS, "id": ""}))
-    edited = _client_tool_edit_page(db, None) or _accept_hints_page(db, None)
+    edited = _client_tool_edit_page(db, None) or _add_tool_page(db, None) or _accept_hints_page(db, None)
     if edited:
         return edited
     form = _agent_form(db, client_tools=posted_client_tools(request.form))
@@ -272,7 +295,7 @@ def edit_agent(agent_id):
         return _render_form(_agent_form(db, agent=agent), agent=agent, origin=origin, status=status)
     if request.method == "GET":
         return _render_form(_agent_form(db, agent=agent), agent=agent)
-    edited = _client_tool_edit_page(db, agent) or _accept_hints_page(db, agent)
+    edited = _client_tool_edit_page(db, agent) or _add_tool_page(db, agent) or _accept_hints_page(db, agent)
     if edited:
         return edited
     form = _agent_form(db, client_tools=posted_client_tools(request.form))

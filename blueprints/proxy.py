@@ -170,9 +170,15 @@ def probe(agent_id):
 
 @bp.app_context_processor
 def proxy_helpers():
-    return {"proxy_base_url": proxy_base_url}
+    return {"proxy_base_url": proxy_base_url, "anthropic_base_url": anthropic_base_url}
 
 
 def proxy_base_url(agent_id):
     """The base URL an OpenAI client is given for the agent: …/proxy/<agent id>/v1."""
     return url_for("proxy.models", agent_id=agent_id, _external=True).removesuffix("/models")
+
+
+def anthropic_base_url(agent_id):
+    """The base URL an Anthropic client is given for the agent (ANTHROPIC_BASE_URL): …/proxy/<agent id>, since the
+    SDK and Claude Code add /v1/messages themselves."""
+    return url_for("proxy.messages", agent_id=agent_id, _external=True).removesuffix("/v1/messages")

@@ -188,8 +188,21 @@ def checkbox_is_ticked(page, name):
     return " checked" in tag
 
 
-def test_the_agent_form_groups_a_servers_tools_with_their_hints_and_proposals(client, kinds):
+KINDS_TOOLS = ["echo", "weather", "parts", "picture", "fail", "slow", "delete_record", "add_record"]
+
+
+def test_the_agent_forms_picker_offers_a_servers_tools_in_their_own_group(client, kinds):
     page = squashed(client.get("/agents/new"))
+
+    assert 'Tool server Kinds <code>kinds</code> <span class="muted">(8 tools)</span>' in page
+    for name in KINDS_TOOLS:
+        assert f'name="add_tool" value="kinds__{name}"' in page
+    assert "Tools of the tool server Kinds" not in page  # none is on the form
+
+
+def test_the_agent_form_groups_a_servers_tools_with_their_hints_and_proposals(client, kinds):
+    on_form = {"tool": [f"kinds__{name}" for name in KINDS_TOOLS], "add_tool": "kinds__echo"}
+    page = squashed(client.post("/agents/new", data={**agent_form_data({"label": "Kinds"}), **on_form}))
 
     assert "Tools of the tool server Kinds" in page
     assert "Hints from the server: <code>readOnlyHint: true</code>" in page
@@ -205,10 +218,10 @@ def test_accepting_proposals_fills_the_form_saves_nothing_and_the_saved_settings
     form = agent_form_data({"label": "Cleaner", "id": "cleaner", "tools": {"kinds__delete_record": {}}})
     approval = "tools-kinds__delete_record-require_approval"
 
-    shown = squashed(client.get("/agents/new"))
+    added = squashed(client.post("/agents/new", data={**form, "add_tool": "kinds__delete_record"}))
     accepted = client.post("/agents/new", data={**form, "accept_hints": "kinds__delete_record"})
 
-    assert not checkbox_is_ticked(shown, approval)
+    assert not checkbox_is_ticked(added, approval)
     assert accepted.status_code == 200
     page = squashed(accepted)
     assert (
