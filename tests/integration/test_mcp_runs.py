@@ -298,8 +298,9 @@ def test_a_server_sending_its_hints_as_strings_gets_mcps_defaults_and_their_prop
     with live_mcp_server(wrap=hints_as_strings) as server:
         added = client.put("/api/tool-servers/kinds", json={"label": "Kinds", "url": server.url, "timeout": 10})
         assert added.status_code == 201, added.get_json()
+        on_form = {"tool": [f"kinds__{name}" for name in KINDS_TOOLS], "add_tool": "kinds__echo"}
 
-        page = squashed(client.get("/agents/new"))
+        page = squashed(client.post("/agents/new", data={**agent_form_data({"label": "Kinds"}), **on_form}))
 
     assert "readOnlyHint" not in page  # "true" as a string is no hint: MCP's default, not read-only
     assert "The server's hints say read-only" not in page
