@@ -3,7 +3,9 @@ Completions conversation on the way in, and the gated chat completion translated
 
 In: `system` becomes a system message; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a
 user's `tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
-`is_error` reads "Error: …", as the proxy's own rejections do); custom tools become function tools, and Anthropic's
+`is_error` reads "Error: …", as the proxy's own rejections do), and such a message continues the client's turn
+whatever text stands beside its results: the turn starts at the last user message without a tool_result
+(`turn_start`, engine.proxy.turn); custom tools become function tools, and Anthropic's
 server tools (a `type` such as web_search_20250305), which a Chat Completions upstream cannot run, are left out and
 named in `left_out_tools`. The upstream takes text: an image or a document is refused, naming the block. Extended
 thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
@@ -52,9 +54,11 @@ def read(body, stored=None):
     if not isinstance(body, dict):
         raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
     tools, where, left_out = _tools(body.get("tools"))
+    system = _system(body.get("system"))
+    conversation, turn_start = _messages(body.get("messages"))
     chat = {
         "model": _model(body.get("model", "")),
-        "messages": [*_system(body.get("system")), *_messages(body.get("messages"))],
+        "messages": [*system, *conversation],
         "max_tokens": _max_tokens(body.get("max_tokens")),
         "stream": _flag(body.get("stream", False), "stream"),
         **_sampling(body),
@@ -66,7 +70,7 @@ def read(body, stored=None):
         request = read_request(chat)
     except ValidationError as error:
         raise _as_written(error, where) from None
-    return replace(request, api=NAME, left_out_tools=tuple(left_out))
+    return replace(request, api=NAME, left_out_tools=tuple(left_out), turn_start=len(system) + turn_start)
 
 
 def _model(model):
@@ -141,9 +145,11 @@ def _system(system):
 
 
 def _messages(messages):
+    """(the chat messages, the index among them where the client's turn starts: the last user message that carries
+    no tool_result, whatever else stands beside the results in one that does)."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError({"messages": "is required: a non-empty list of user and assistant messages"})
-    chat = []
+    chat, turn_start = [], 0
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -152,14 +158,17 @@ def _messages(messages):
         if role not in ("user", "assistant"):
             raise ValidationError({f"{where}.role": "must be user or assistant"})
         if isinstance(content, str):
+            turn_start = len(chat) if role == "user" else turn_start
             chat.append({"role": role, "content": content})
         elif not isinstance(content, list) or not (content or role == "assistant"):
             raise ValidationError({f"{where}.content": "must be a string or a non-empty list of content blocks"})
         elif role == "assistant":
             chat.append(_assistant(content, where))
         else:
-            chat.extend(_user(content, where))
-    return chat
+            translated = _user(content, where)
+            turn_start = len(chat) if translated[0]["role"] == "user" else turn_start
+            chat.extend(translated)
+    return chat, turn_start
 
 
 def _assistant(blocks, where):

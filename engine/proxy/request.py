@@ -1,22 +1,16 @@
-"""What a client sends the policy proxy: an OpenAI chat-completions body, checked, and what its conversation says
-already happened in the current turn.
-
-The proxy keeps no state per conversation to be correct: the rounds used, the calls per tool and the identical
-calls are counted from the messages the client sends, from its last user message on (each user message starts a
-turn, as each starts a run of the loop). A call counts as run when a tool message answers its id.
+"""What a client sends the policy proxy: an OpenAI chat-completions body, checked, as the canonical conversation
+every API is translated into, with where the client's current turn starts in it (engine.proxy.turn).
 """
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from ..config import TOOL_NAME_PATTERN, ValidationError
-from ..gate import identical_call_key
-from ..types import ToolCall
 from .client_tools import ANY_OBJECT, client_tool
+from .turn import last_user_message
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # Asked of the upstream by the proxy itself, or answered by it: never passed through as the client sent them.
@@ -39,16 +33,7 @@ class ProxyRequest:
     passthrough: dict  # every other field (temperature, tool_choice, …), sent upstream as it is
     api: str = CHAT_COMPLETIONS  # the API the client spoke: chat_completions, responses or messages
     left_out_tools: tuple = ()  # tools the client sent that the upstream cannot run (hosted tools), by type or name
-
-
-@dataclass(frozen=True)
-class Turn:
-    """What the client's conversation says happened since its last user message."""
-
-    rounds_used: int  # assistant messages with tool calls
-    calls_so_far: Counter  # calls per tool answered by a tool message: they ran on the client
-    identical_so_far: Counter  # the same per gate.identical_call_key
-    message: str  # the last user message's text ("" when there is none)
+    turn_start: int = 0  # the index in `messages` where the client's current turn starts (engine.proxy.turn)
 
 
 def read_request(body):
@@ -92,6 +77,7 @@ def read_request(body):
         stream=stream,
         include_usage=stream and options.get("include_usage") is True,
         passthrough={key: value for key, value in body.items() if key not in OWN_FIELDS},
+        turn_start=last_user_message(messages),
     )
 
 
@@ -153,36 +139,3 @@ def _checked_schema(parameters, where):
     if len(_checked_schemas) >= SCHEMAS_KEPT:
         _checked_schemas.clear()
     return _checked_schemas.setdefault(key, parameters)
-
-
-def text_of(content):
-    """A message's content as text: a string, or the joined text of its content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
-def current_turn(messages):
-    """The Turn of the conversation since its last user message."""
-    last_user = max((index for index, message in enumerate(messages) if message["role"] == "user"), default=-1)
-    turn = messages[last_user + 1 :]
-    answered = {message["tool_call_id"] for message in turn if message["role"] == "tool"}
-    rounds, calls, identical = 0, Counter(), Counter()
-    for message in turn:
-        if message["role"] != "assistant" or not message.get("tool_calls"):
-            continue
-        rounds += 1
-        for data in message["tool_calls"]:
-            if data["id"] not in answered:
-                continue
-            name = data["function"]["name"]
-            calls[name] += 1
-            arguments, error = ToolCall(data["id"], name, data["function"].get("arguments", "")).parsed_arguments()
-            if error is None:
-                identical[identical_call_key(name, arguments)] += 1
-    message = text_of(messages[last_user].get("content")) if last_user >= 0 else ""
-    return Turn(rounds, calls, identical, message)

@@ -10,6 +10,7 @@ import anthropic
 import httpx2
 import pytest
 
+from engine import texts
 from store import agents as agent_store
 from store import tokens as token_store
 from store.db import open_db
@@ -248,6 +249,31 @@ def test_the_conversation_goes_upstream_in_chat_completions_and_forced_values_re
     assert "metadata" not in body and "system" not in body and "stream" not in body
     run = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
     assert run["left_out_tools"] == ["web_search_20250305"]
+
+
+PLACED = {"type": "tool_use", "id": "c1", "name": "place_components", "input": {"component": "hero"}}
+REMINDER = "<system-reminder>The user opened page.html in the IDE.</system-reminder>"
+
+
+@pytest.mark.parametrize(
+    "beside",
+    [[], [{"type": "text", "text": "Make it blue."}], [{"type": "text", "text": REMINDER}]],
+    ids=["alone", "with a text block", "with a reminder"],
+)
+def test_at_the_cap_a_tool_result_gets_the_cap_message_whatever_text_stands_beside_it(app, client, upstream, beside):
+    put_agent(client, provider="upstream", max_rounds=1, on_round_cap="message")
+    upstream.replies = [(200, completion(calls=[("c2", "place_components", {"component": "text"})]))]
+    result = {"type": "tool_result", "tool_use_id": "c1", "content": "uuid-1", "cache_control": {"type": "ephemeral"}}
+    history = [USER, {"role": "assistant", "content": [PLACED]}, {"role": "user", "content": [result, *beside]}]
+    with anthropic_client(app) as sdk:
+        raw = sdk.messages.with_raw_response.create(**ASK, messages=history)
+        message = raw.parse()
+
+    assert [block.type for block in message.content] == ["text"] and message.stop_reason == "end_turn"
+    assert message.content[0].text == texts.MAX_ROUNDS
+    assert upstream.bodies == []
+    run = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
+    assert (run["stop_reason"], run["message"], run["model_requests"]) == ("round_cap", USER["content"], 0)
 
 
 def test_usage_and_a_cut_off_answer_read_as_anthropics(app, client, upstream):
