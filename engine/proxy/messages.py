@@ -54,11 +54,10 @@ def read(body, stored=None):
     if not isinstance(body, dict):
         raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
     tools, where, left_out = _tools(body.get("tools"))
-    system = _system(body.get("system"))
-    conversation, turn_start = _messages(body.get("messages"))
+    messages, turn_start, fields = _messages(body.get("messages"), _system(body.get("system")))
     chat = {
         "model": _model(body.get("model", "")),
-        "messages": [*system, *conversation],
+        "messages": messages,
         "max_tokens": _max_tokens(body.get("max_tokens")),
         "stream": _flag(body.get("stream", False), "stream"),
         **_sampling(body),
@@ -69,8 +68,8 @@ def read(body, stored=None):
     try:
         request = read_request(chat)
     except ValidationError as error:
-        raise _as_written(error, where) from None
-    return replace(request, api=NAME, left_out_tools=tuple(left_out), turn_start=len(system) + turn_start)
+        raise _as_written(error, where, fields) from None
+    return replace(request, api=NAME, left_out_tools=tuple(left_out), turn_start=turn_start)
 
 
 def _model(model):
@@ -144,12 +143,13 @@ def _system(system):
     return [{"role": "system", "content": text}] if text else []
 
 
-def _messages(messages):
-    """(the chat messages, the index among them where the client's turn starts: the last user message that carries
-    no tool_result, whatever else stands beside the results in one that does)."""
+def _messages(messages, system):
+    """(the chat messages, after the `system` ones; the index among them where the client's turn starts: the last
+    user message that carries no tool_result, whatever else stands beside the results in one that does; {a call's or
+    a result's id field in the chat body: the field as the client wrote it})."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError({"messages": "is required: a non-empty list of user and assistant messages"})
-    chat, turn_start = [], 0
+    chat, turn_start, fields = list(system), 0, {}
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -163,17 +163,24 @@ def _messages(messages):
         elif not isinstance(content, list) or not (content or role == "assistant"):
             raise ValidationError({f"{where}.content": "must be a string or a non-empty list of content blocks"})
         elif role == "assistant":
-            chat.append(_assistant(content, where))
+            translated, call_places = _assistant(content, where)
+            for number, place in enumerate(call_places):
+                fields[f"messages[{len(chat)}].tool_calls[{number}].id"] = f"{place}.id"
+            chat.append(translated)
         else:
             translated = _user(content, where)
-            turn_start = len(chat) if translated[0]["role"] == "user" else turn_start
-            chat.extend(translated)
-    return chat, turn_start
+            turn_start = len(chat) if translated[0][0]["role"] == "user" else turn_start
+            for message, place in translated:
+                if place is not None:
+                    fields[f"messages[{len(chat)}].tool_call_id"] = f"{place}.tool_use_id"
+                chat.append(message)
+    return chat, turn_start, fields
 
 
 def _assistant(blocks, where):
-    """An assistant turn's blocks as one chat message: its text, then its tool_use blocks as tool calls."""
-    texts, calls = [], []
+    """(an assistant turn's blocks as one chat message: its text, then its tool_use blocks as tool calls; where each
+    call's block is)."""
+    texts, calls, places = [], [], []
     for index, block in enumerate(blocks):
         block_where = f"{where}.content[{index}]"
         kind = block.get("type") if isinstance(block, dict) else None
@@ -193,15 +200,16 @@ def _assistant(blocks, where):
             raise ValidationError({f"{block_where}.input": "must be an object"})
         function = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
         calls.append({"id": call_id, "type": "function", "function": function})
+        places.append(block_where)
     message = {"role": "assistant", "content": "".join(texts)}
     if calls:
         message["tool_calls"] = calls
-    return message
+    return message, places
 
 
 def _user(blocks, where):
-    """A user turn's blocks as chat messages: a tool message per tool_result, in order, then its text (if any) as a
-    user message, one text part per block."""
+    """A user turn's blocks as chat messages, each with where its tool_result block is (None for the text): a tool
+    message per tool_result, in order, then its text (if any) as a user message, one text part per block."""
     results, parts = [], []
     for index, block in enumerate(blocks):
         block_where = f"{where}.content[{index}]"
@@ -209,10 +217,10 @@ def _user(blocks, where):
         if kind == "tool_use":
             raise ValidationError({block_where: "tool_use blocks belong in assistant messages"})
         if kind == "tool_result":
-            results.append(_tool_message(block, block_where))
+            results.append((_tool_message(block, block_where), block_where))
         else:
             parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
-    return [*results, *([{"role": "user", "content": parts}] if parts else [])]
+    return [*results, *([({"role": "user", "content": parts}, None)] if parts else [])]
 
 
 def _tool_message(block, where):
@@ -283,16 +291,17 @@ def _tool_choice(choice, names):
     return fields
 
 
-def _as_written(error, where):
-    """A ValidationError of the chat body, its field named as in the client's body."""
-    fields = {}
+def _as_written(error, where, fields):
+    """A ValidationError of the chat body, its field named as in the client's body: `where` each function tool was
+    in its tools, `fields` the client's field of each call's and result's id."""
+    written = {}
     for field, message in error.errors.items():
         match = CHAT_TOOL_FIELD.fullmatch(field)
         if match:
             index, name, rest = match.groups()
             field = f"{where[int(index)]}.{TOOL_FIELDS[name]}{rest}"
-        fields[field] = message
-    return ValidationError(fields)
+        written[fields.get(field, field)] = message
+    return ValidationError(written)
 
 
 def answer(exchange, request):

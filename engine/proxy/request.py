@@ -18,6 +18,7 @@ OWN_FIELDS = ("model", "messages", "tools", "stream", "stream_options", "n")
 
 
 CHAT_COMPLETIONS = "chat_completions"
+UNANSWERED = "has no result: each call needs exactly one before the conversation goes on"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ def read_request(body):
         raise ValidationError({"messages": "is required: a non-empty list of chat messages"})
     for index, message in enumerate(messages):
         _check_message(message, f"messages[{index}]")
+    _check_results(messages)
     tools = body.get("tools", [])
     if tools is None:
         tools = []
@@ -103,6 +105,32 @@ def _check_message(message, where):
             raise ValidationError({call_where: 'needs {"id", "type": "function", "function": {"name", "arguments"}}'})
         if not isinstance(call.get("id"), str):
             raise ValidationError({f"{call_where}.id": "is required"})
+
+
+def _check_results(messages):
+    """ValidationError naming the field unless the conversation's tool results answer its calls exactly once: each
+    call has an id of its own, each tool message answers a call made before it that has no result yet, and every call
+    of an assistant message is answered before the next user or assistant message (system messages may stand
+    between). Only the conversation's last assistant message may still wait for its results: nothing follows it."""
+    calls, waiting = set(), {}  # every call id so far; the ids still without a result -> where each was made
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role in ("user", "assistant") and waiting:
+            raise ValidationError({next(iter(waiting.values())): UNANSWERED})
+        if role == "assistant":
+            for number, call in enumerate(message.get("tool_calls") or []):
+                where = f"messages[{index}].tool_calls[{number}].id"
+                if call["id"] in calls:
+                    raise ValidationError({where: "is the id of an earlier call too: each call needs an id of its own"})
+                calls.add(call["id"])
+                waiting[call["id"]] = where
+        elif role == "tool" and waiting.pop(message["tool_call_id"], None) is None:
+            where = f"messages[{index}].tool_call_id"
+            if message["tool_call_id"] in calls:
+                raise ValidationError({where: "answers a call that already has its result: each call takes one"})
+            raise ValidationError({where: "answers no call: no call before it has this id"})
+    if waiting and messages[-1]["role"] != "assistant":
+        raise ValidationError({next(iter(waiting.values())): UNANSWERED})
 
 
 def _declared_tool(tool, where):

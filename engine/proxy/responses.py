@@ -82,11 +82,14 @@ def read(body, stored=None):
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise ValidationError({"instructions": "must be a string"})
-    items = [*_previous_items(body, stored), *_input_items(body, stored)]
+    previous, given = _previous_items(body, stored), _input_items(body, stored)
+    items = [*previous, *(item for item, _ in given)]
+    call_fields = ["previous_response_id"] * len(previous) + [field for _, field in given]
     tools, tool_places, left_out, namespaced = _chat_tools(body.get("tools"))
+    messages, sources = chat_messages(items, instructions)
     chat = {
         "model": body.get("model", ""),
-        "messages": chat_messages(items, instructions),
+        "messages": messages,
         "tools": tools,
         "stream": body.get("stream", False),
         **_settings(body),
@@ -94,7 +97,8 @@ def read(body, stored=None):
     try:
         request = read_request(chat)
     except ValidationError as error:
-        raise _named_as_sent(error, tool_places) from None
+        as_sent = {field: call_fields[index] for field, index in sources.items()}
+        raise _named_as_sent(error, tool_places, as_sent) from None
     store = body.get("store", True)
     if not isinstance(store, bool):
         raise ValidationError({"store": "must be true or false"})
@@ -131,18 +135,25 @@ def _previous_items(body, stored):
 
 
 def _input_items(body, stored):
-    """`input` as checked items, references resolved and reasoning items dropped."""
+    """`input` as checked items, references resolved and reasoning items dropped: [(item, the client's field of its
+    call_id: `input[1].call_id`, or the `input[1].id` of a reference)]."""
     given = body.get("input")
     if isinstance(given, str):
-        return [{"type": "message", "role": "user", "content": given}]
+        return [({"type": "message", "role": "user", "content": given}, "input")]
     if given is None and body.get("previous_response_id") is None:
         raise ValidationError({"input": "is required: a string, or a list of input items"})
     if given is None:
         return []
     if not isinstance(given, list):
         raise ValidationError({"input": "must be a string, or a list of input items"})
-    items = [_item(item, f"input[{index}]", stored) for index, item in enumerate(given)]
-    return [item for item in items if item is not None]
+    items = []
+    for index, item in enumerate(given):
+        where = f"input[{index}]"
+        checked = _item(item, where, stored)
+        if checked is not None:
+            reference = isinstance(item, dict) and item.get("type") == "item_reference"
+            items.append((checked, f"{where}.id" if reference else f"{where}.call_id"))
+    return items
 
 
 def _item(item, where, stored):
@@ -226,11 +237,12 @@ def _referenced_item(item, where, stored):
 
 
 def chat_messages(items, instructions=None):
-    """Checked items as chat messages: the instructions as a system message first; an assistant message's text and
+    """(checked items as chat messages: the instructions as a system message first; an assistant message's text and
     the function calls after it as one assistant message (as a chat completion answers); each output as a tool
-    message."""
+    message. {a call's or an output's id field in the chat body: the index of the item it came from})."""
     messages = [{"role": "system", "content": instructions}] if instructions else []
-    for item in items:
+    sources = {}
+    for index, item in enumerate(items):
         if item["type"] == "message":
             messages.append({"role": item["role"], "content": _chat_content(item)})
         elif item["type"] == "function_call":
@@ -240,13 +252,15 @@ def chat_messages(items, instructions=None):
                 "function": {"name": _chat_name(item), "arguments": item["arguments"]},
             }
             last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant":
-                last["tool_calls"] = [*(last.get("tool_calls") or []), call]
-            else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            if last is None or last["role"] != "assistant":
+                last = {"role": "assistant", "content": None, "tool_calls": []}
+                messages.append(last)
+            last["tool_calls"] = [*(last.get("tool_calls") or []), call]
+            sources[f"messages[{len(messages) - 1}].tool_calls[{len(last['tool_calls']) - 1}].id"] = index
         else:
+            sources[f"messages[{len(messages)}].tool_call_id"] = index
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
-    return messages
+    return messages, sources
 
 
 def _chat_name(call):
@@ -380,13 +394,16 @@ def _response_format(text_format):
     raise ValidationError({"text.format": 'must be {"type": "text"}, {"type": "json_object"} or a json_schema format'})
 
 
-def _named_as_sent(error, tool_places):
-    """A ValidationError of the chat body, naming the field as the client sent it."""
+def _named_as_sent(error, tool_places, fields):
+    """A ValidationError of the chat body, naming the field as the client sent it: `tool_places` where each function
+    tool was in its tools, `fields` the client's field of each call's and output's id."""
     named = {}
     for where, message in error.errors.items():
         found = re.match(r"tools\[(\d+)\]\.function\.(.*)", where)
         if found:
             where = f"{tool_places[int(found.group(1))]}.{found.group(2)}"
+        elif where in fields:
+            where = fields[where]
         elif where.startswith("messages"):
             where = "input"
         named[where] = message

@@ -340,6 +340,37 @@ def test_a_bad_body_is_a_400_in_anthropics_shape_naming_the_field(app, client, b
     assert client.get("/api/runs").json["total"] == 0
 
 
+def uses(*ids):
+    blocks = [{"type": "tool_use", "id": call_id, "name": "place_components", "input": {}} for call_id in ids]
+    return {"role": "assistant", "content": blocks}
+
+
+def results(*ids, text=()):
+    blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": "uuid"} for call_id in ids]
+    return {"role": "user", "content": [*blocks, *({"type": "text", "text": said} for said in text)]}
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([USER, uses("a"), results("z")], "messages[2].content[0].tool_use_id: answers no call"),
+        ([USER, uses("a"), results("a", "a")], "messages[2].content[1].tool_use_id: answers a call that already"),
+        ([USER, uses("a", "b"), results("a", text=["Go on."])], "messages[1].content[1].id: has no result"),
+        ([USER, uses("a", "a"), results("a", "a")], "messages[1].content[1].id: is the id of an earlier call"),
+    ],
+    ids=["answers no call", "answers a call twice", "leaves a call unanswered", "shares an id"],
+)
+def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_sent_upstream(
+    app, client, upstream, messages, message
+):
+    put_agent(client, provider="upstream")
+    with anthropic_client(app) as sdk, pytest.raises(anthropic.BadRequestError) as raised:
+        sdk.messages.create(**ASK, messages=messages)
+    assert raised.value.body["type"] == "error" and raised.value.body["error"]["type"] == "invalid_request_error"
+    assert raised.value.body["error"]["message"].startswith(message)
+    assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
+
+
 def test_errors_outside_the_route_come_in_anthropics_shape_under_messages_and_openais_elsewhere(app, client):
     put_agent(client, script=[{"content": "Hi"}])
     app.config["MAX_CONTENT_LENGTH"] = 4096

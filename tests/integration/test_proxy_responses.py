@@ -508,6 +508,59 @@ def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body
     assert client.get("/api/runs").json["total"] == 0
 
 
+def call_item(call_id):
+    return {"type": "function_call", "call_id": call_id, "name": "place_components", "arguments": "{}"}
+
+
+def output_item(call_id):
+    return {"type": "function_call_output", "call_id": call_id, "output": "uuid"}
+
+
+@pytest.mark.parametrize(
+    ("items", "param", "message"),
+    [
+        ([ASK, output_item("z")], "input[1].call_id", "answers no call"),
+        ([ASK, call_item("a"), output_item("a"), output_item("a")], "input[3].call_id", "already has its result"),
+        ([ASK, call_item("a"), call_item("b"), output_item("a"), ASK], "input[2].call_id", "has no result"),
+        ([ASK, call_item("a"), call_item("a"), output_item("a")], "input[2].call_id", "an id of its own"),
+    ],
+    ids=["answers no call", "answers a call twice", "leaves a call unanswered", "shares an id"],
+)
+def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_sent_upstream(
+    app, client, upstream, items, param, message
+):
+    put_agent(client, provider="upstream")
+    items = [{"role": "user", "content": item} if isinstance(item, str) else item for item in items]
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.BadRequestError) as raised:
+        sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
+    assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
+    assert raised.value.body["message"].startswith(f"{param}: ") and message in raised.value.body["message"]
+    assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
+
+
+def test_results_are_checked_against_the_calls_of_the_response_a_request_continues(app, client):
+    put_agent(client, script=[ONE_PLACEMENT, {"content": "Done."}])
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=ASK, tools=[PLACE_TOOL])
+        refused = {}
+        for name, items in (
+            ("twice", [*results_for(response), *results_for(response)]),
+            ("unanswered", [{"role": "user", "content": "Never mind."}]),
+        ):
+            with pytest.raises(openai.BadRequestError) as raised:
+                sdk.responses.create(model="m", previous_response_id=response.id, input=items, tools=[PLACE_TOOL])
+            refused[name] = raised.value.body
+        answered = sdk.responses.create(
+            model="m", previous_response_id=response.id, input=results_for(response), tools=[PLACE_TOOL]
+        )
+
+    assert calls_of(response) == [("hero", "place_components", {"component": "hero"})]
+    assert refused["twice"]["param"] == "input[1].call_id"
+    assert refused["unanswered"]["param"] == "previous_response_id"
+    assert refused["unanswered"]["message"].startswith("previous_response_id: has no result")
+    assert answered.output_text == "Done." and client.get("/api/runs").json["total"] == 1
+
+
 def test_a_request_the_proxy_cannot_serve_is_in_the_log_with_the_agent_the_path_and_the_reason(app, client):
     put_agent(client, script=[{"content": "Hi"}])
     with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
