@@ -1,13 +1,16 @@
 """Anthropic's Messages API, as the proxy speaks it (`POST …/v1/messages`): translated into the canonical Chat
 Completions conversation on the way in, and the gated chat completion translated back into a `message`.
 
-In: `system` becomes a system message; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a
-user's `tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
+In: `system` becomes a system message, and so does each system message among the messages (Claude Code sends its
+environment so), in its place; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a user's
+`tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
 `is_error` reads "Error: …", as the proxy's own rejections do), and such a message continues the client's turn
 whatever text stands beside its results: the turn starts at the last user message without a tool_result
-(`turn_start`, engine.proxy.turn); custom tools become function tools, and Anthropic's
-server tools (a `type` such as web_search_20250305), which a Chat Completions upstream cannot run, are left out and
-named in `left_out_tools`. The upstream takes text: an image or a document is refused, naming the block. Extended
+(`turn_start`, engine.proxy.turn). A tool_use in the history of a tool no longer sent is history like any other.
+Custom tools become function tools; Anthropic's server tools (a `type` such as web_search_20250305), which a Chat
+Completions upstream cannot run, are left out and named in `left_out_tools`, as the request's fields that ask for
+more than it can give are named in `left_out_fields` (the beta features a client announces in `anthropic-beta` ask
+nothing of the proxy). The upstream takes text: an image or a document is refused, naming the block. Extended
 thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
 
 Out: a `message` with a text block, then a `tool_use` block per call (its id the upstream call's, repaired; its
@@ -43,6 +46,22 @@ ERROR_TYPES = {
     504: "timeout_error",
     529: "overloaded_error",
 }
+# The fields the proxy serves (`metadata` only describes the request); any other a client sends — extended
+# `thinking`, `context_management`, `output_config`, `top_k`, `mcp_servers`, … — asks for what a Chat Completions
+# upstream cannot give: accepted, never sent upstream, and named in `left_out_fields`.
+SERVED = (
+    "model",
+    "messages",
+    "system",
+    "max_tokens",
+    "stream",
+    "temperature",
+    "top_p",
+    "stop_sequences",
+    "tools",
+    "tool_choice",
+    "metadata",
+)
 # What read_request names in the Chat Completions body, as the client wrote it.
 CHAT_TOOL_FIELD = re.compile(r"tools\[(\d+)\]\.function\.(name|description|parameters)(.*)", re.DOTALL)
 TOOL_FIELDS = {"name": "name", "description": "description", "parameters": "input_schema"}
@@ -54,6 +73,7 @@ def read(body, stored=None):
     if not isinstance(body, dict):
         raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
     tools, where, left_out = _tools(body.get("tools"))
+    left_out_fields = tuple(key for key, value in body.items() if key not in SERVED and value is not None)
     messages, turn_start, fields = _messages(body.get("messages"), _system(body.get("system")))
     chat = {
         "model": _model(body.get("model", "")),
@@ -69,7 +89,9 @@ def read(body, stored=None):
         request = read_request(chat)
     except ValidationError as error:
         raise _as_written(error, where, fields) from None
-    return replace(request, api=NAME, left_out_tools=tuple(left_out), turn_start=turn_start)
+    return replace(
+        request, api=NAME, left_out_tools=tuple(left_out), left_out_fields=left_out_fields, turn_start=turn_start
+    )
 
 
 def _model(model):
@@ -136,10 +158,11 @@ def _text_block(block, where, kinds="text"):
     return text
 
 
-def _system(system):
+def _system(system, where="system"):
+    """The top-level system prompt, or a system message among the messages, as a system message (none when empty)."""
     if system is None:
         return []
-    text = _text_of_blocks(system, "system", "the system prompt")
+    text = _text_of_blocks(system, where, "the system prompt")
     return [{"role": "system", "content": text}] if text else []
 
 
@@ -155,9 +178,11 @@ def _messages(messages, system):
         if not isinstance(message, dict):
             raise ValidationError({where: "must be an object with a role and a content"})
         role, content = message.get("role"), message.get("content")
-        if role not in ("user", "assistant"):
-            raise ValidationError({f"{where}.role": "must be user or assistant"})
-        if isinstance(content, str):
+        if role not in ("user", "assistant", "system"):
+            raise ValidationError({f"{where}.role": "must be user, assistant or system"})
+        if role == "system":
+            chat.extend(_system(content, f"{where}.content"))
+        elif isinstance(content, str):
             turn_start = len(chat) if role == "user" else turn_start
             chat.append({"role": role, "content": content})
         elif not isinstance(content, list) or not (content or role == "assistant"):

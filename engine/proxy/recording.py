@@ -140,6 +140,7 @@ def new_run(agent, exchange, conversation, duration_ms, request, opening_length,
         "api": request.api,
         "client": {"tools": list(request.tools), "opening_length": opening_length},
         **({"left_out_tools": list(request.left_out_tools)} if request.left_out_tools else {}),
+        **({"left_out_fields": list(request.left_out_fields)} if request.left_out_fields else {}),
     }
 
 

@@ -34,6 +34,7 @@ class ProxyRequest:
     passthrough: dict  # every other field (temperature, tool_choice, …), sent upstream as it is
     api: str = CHAT_COMPLETIONS  # the API the client spoke: chat_completions, responses or messages
     left_out_tools: tuple = ()  # tools the client sent that the upstream cannot run (hosted tools), by type or name
+    left_out_fields: tuple = ()  # fields of the client's body that ask for what the upstream cannot give, by name
     turn_start: int = 0  # the index in `messages` where the client's current turn starts (engine.proxy.turn)
 
 

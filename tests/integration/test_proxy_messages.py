@@ -276,6 +276,63 @@ def test_at_the_cap_a_tool_result_gets_the_cap_message_whatever_text_stands_besi
     assert (run["stop_reason"], run["message"], run["model_requests"]) == ("round_cap", USER["content"], 0)
 
 
+# The beta features Claude Code 2.1 announces (`anthropic-beta`), among them those its default models need.
+CLAUDE_CODE_BETAS = (
+    "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,"
+    "per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01"
+)
+
+
+def test_what_claude_code_sends_today_is_served_and_what_the_upstream_cannot_serve_is_recorded(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("Placed."))]
+    environment = [
+        {"type": "text", "text": "# Environment\nWorking directory: /src", "cache_control": {"type": "ephemeral"}}
+    ]
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": REMINDER}, {"type": "text", "text": "Build a page."}]},
+        {"role": "system", "content": environment},
+        # A tool of an earlier request, no longer among the tools sent (the tools changed mid-conversation).
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Glob", "input": {"pattern": "*"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "page.html"}]},
+        {"role": "system", "content": "The tools changed."},
+    ]
+    left_out = {
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        "output_config": {"effort": "high"},
+    }
+    with anthropic_client(app) as sdk:
+        raw = sdk.messages.with_raw_response.create(
+            **ASK,
+            system=[{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+            messages=history,
+            metadata={"user_id": "u-1"},
+            extra_headers={"anthropic-beta": CLAUDE_CODE_BETAS},
+            extra_body=left_out,
+        )
+        message = raw.parse()
+
+    assert message.content[0].text == "Placed." and message.stop_reason == "end_turn"
+    body = upstream.bodies[0]
+    assert [(sent["role"], sent.get("content")) for sent in body["messages"]] == [
+        ("system", "You are Claude Code."),
+        ("user", [{"type": "text", "text": REMINDER}, {"type": "text", "text": "Build a page."}]),
+        ("system", "# Environment\nWorking directory: /src"),
+        ("assistant", ""),
+        ("tool", "page.html"),
+        ("system", "The tools changed."),
+    ]
+    assert body["messages"][3]["tool_calls"][0]["function"]["name"] == "Glob"
+    assert [tool["function"]["name"] for tool in body["tools"]] == ["place_components"]
+    assert not {"thinking", "context_management", "output_config", "metadata"} & set(body)
+    run_id = raw.headers["X-Toolgate-Run"]
+    run = client.get(f"/api/runs/{run_id}").json
+    assert sorted(run["left_out_fields"]) == sorted(left_out) and run["message"] == "Build a page."
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    assert "Fields left out" in page and "<code>context_management</code>" in page
+
+
 def test_usage_and_a_cut_off_answer_read_as_anthropics(app, client, upstream):
     put_agent(client, provider="upstream")
     upstream.replies = [(200, completion("The page is half", usage=(12, 30, 42), finish_reason="length"))]
@@ -310,7 +367,14 @@ def with_result(block):
     ("body", "message"),
     [
         ({"model": "m", "messages": [USER]}, "max_tokens: is required"),
-        ({**ASK, "messages": [{"role": "system", "content": "hi"}]}, "messages[0].role: must be user or assistant"),
+        (
+            {**ASK, "messages": [{"role": "robot", "content": "hi"}]},
+            "messages[0].role: must be user, assistant or system",
+        ),
+        (
+            {**ASK, "messages": [USER, {"role": "system", "content": [{"type": "image"}]}]},
+            "messages[1].content[0]: image blocks cannot be sent",
+        ),
         (with_result({"type": "tool_result", "content": "x"}), "messages[1].content[0].tool_use_id: is required"),
         (
             with_result({"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}),

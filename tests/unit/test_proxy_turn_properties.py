@@ -116,15 +116,17 @@ class MessagesClient:
 
     def results(self, ids, added):
         blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": f"ran {call_id}"} for call_id in ids]
-        beside, where = [], []
+        beside, where, before, after = [], [], [], []
         for kind, text, fraction in added:
-            if kind in ("text", "reminder", "system", "reasoning"):
+            if kind in ("text", "reminder", "reasoning"):
                 beside.append(part_of(kind, text))
                 where.append(fraction)
+            elif kind == "system":  # a system message before or after the results, as Claude Code sends its own
+                (before if fraction < 0.5 else after).append({"role": "system", "content": [part_of("text", text)]})
             elif blocks:  # a cache marker, or any key a client adds to a block
                 key = "cache_control" if kind == "cache" else "citations"
                 blocks[int(fraction * (len(blocks) - 1))][key] = {"type": "ephemeral"} if kind == "cache" else None
-        return [{"role": "user", "content": placed(blocks, beside, where)}]
+        return [*before, {"role": "user", "content": placed(blocks, beside, where)}, *after]
 
 
 class ResponsesClient:
