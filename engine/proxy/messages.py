@@ -10,7 +10,8 @@ whatever text stands beside its results: the turn starts at the last user messag
 Custom tools become function tools; Anthropic's server tools (a `type` such as web_search_20250305), which a Chat
 Completions upstream cannot run, are left out and named in `left_out_tools`, as the request's fields that ask for
 more than it can give are named in `left_out_fields` (the beta features a client announces in `anthropic-beta` ask
-nothing of the proxy). The upstream takes text: an image or a document is refused, naming the block. Extended
+nothing of the proxy). A user's image blocks go upstream as image parts beside its text; elsewhere (a system
+prompt, a tool's result) the upstream takes text, and an image or a document is refused, naming the block. Extended
 thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
 
 Out: a `message` with a text block, then a `tool_use` block per call (its id the upstream call's, repaired; its
@@ -233,8 +234,8 @@ def _assistant(blocks, where):
 
 
 def _user(blocks, where):
-    """A user turn's blocks as chat messages, each with where its tool_result block is (None for the text): a tool
-    message per tool_result, in order, then its text (if any) as a user message, one text part per block."""
+    """A user turn's blocks as chat messages, each with where its tool_result block is (None for the rest): a tool
+    message per tool_result, in order, then its text and images (if any) as a user message, one part per block."""
     results, parts = [], []
     for index, block in enumerate(blocks):
         block_where = f"{where}.content[{index}]"
@@ -243,9 +244,26 @@ def _user(blocks, where):
             raise ValidationError({block_where: "tool_use blocks belong in assistant messages"})
         if kind == "tool_result":
             results.append((_tool_message(block, block_where), block_where))
+        elif kind == "image":
+            parts.append(_image_part(block, block_where))
         else:
             parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
     return [*results, *([({"role": "user", "content": parts}, None)] if parts else [])]
+
+
+def _image_part(block, where):
+    """A user's image block as a Chat Completions image part: its URL, or its base64 data as a data URL."""
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "url" and isinstance(source.get("url"), str) and source["url"]:
+        url = source["url"]
+    elif kind == "base64" and all(isinstance(source.get(key), str) and source[key] for key in ("media_type", "data")):
+        url = f"data:{source['media_type']};base64,{source['data']}"
+    else:
+        raise ValidationError(
+            {f"{where}.source": 'must be {"type": "base64", "media_type", "data"} or {"type": "url", "url"}'}
+        )
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _tool_message(block, where):

@@ -255,10 +255,13 @@ PLACED = {"type": "tool_use", "id": "c1", "name": "place_components", "input": {
 REMINDER = "<system-reminder>The user opened page.html in the IDE.</system-reminder>"
 
 
+SCREENSHOT = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+
+
 @pytest.mark.parametrize(
     "beside",
-    [[], [{"type": "text", "text": "Make it blue."}], [{"type": "text", "text": REMINDER}]],
-    ids=["alone", "with a text block", "with a reminder"],
+    [[], [{"type": "text", "text": "Make it blue."}], [{"type": "text", "text": REMINDER}], [SCREENSHOT]],
+    ids=["alone", "with a text block", "with a reminder", "with an image"],
 )
 def test_at_the_cap_a_tool_result_gets_the_cap_message_whatever_text_stands_beside_it(app, client, upstream, beside):
     put_agent(client, provider="upstream", max_rounds=1, on_round_cap="message")
@@ -274,6 +277,23 @@ def test_at_the_cap_a_tool_result_gets_the_cap_message_whatever_text_stands_besi
     assert upstream.bodies == []
     run = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
     assert (run["stop_reason"], run["message"], run["model_requests"]) == ("round_cap", USER["content"], 0)
+
+
+def test_a_users_images_go_upstream_as_image_parts_beside_its_text(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("A red button."))]
+    linked = {"type": "image", "source": {"type": "url", "url": "https://example.com/b.png"}}
+    said = {"role": "user", "content": [{"type": "text", "text": "What is on these?"}, SCREENSHOT, linked]}
+    with anthropic_client(app) as sdk:
+        message = sdk.messages.create(**ASK, messages=[said])
+
+    assert message.content[0].text == "A red button."
+    assert upstream.bodies[0]["messages"][-1]["content"] == [
+        {"type": "text", "text": "What is on these?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}},
+    ]
+    assert client.get("/api/runs").json["runs"][0]["message"] == "What is on these?"
 
 
 # The beta features Claude Code 2.1 announces (`anthropic-beta`), among them those its default models need.
@@ -377,8 +397,12 @@ def with_result(block):
         ),
         (with_result({"type": "tool_result", "content": "x"}), "messages[1].content[0].tool_use_id: is required"),
         (
-            with_result({"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}),
-            "messages[1].content[0]: image blocks cannot be sent",
+            with_result({"type": "image", "source": {"type": "file", "file_id": "file_1"}}),
+            'messages[1].content[0].source: must be {"type": "base64", "media_type", "data"} or {"type": "url"',
+        ),
+        (
+            with_result({"type": "tool_result", "tool_use_id": "a", "content": [{"type": "image"}]}),
+            "messages[1].content[0].content[0]: image blocks cannot be sent",
         ),
         (
             with_result({"type": "tool_result", "tool_use_id": "a", "content": [{"type": "document"}]}),

@@ -1,6 +1,6 @@
 """Properties of the client's turn (engine.proxy.turn), for every API the proxy speaks: a client drives a random
 conversation through the proxy (engine.proxy.serve, as the app does) twice, once plain and once with what real
-clients put beside their tool results — text blocks, Claude Code's `<system-reminder>` blocks, cache markers,
+clients put beside their tool results — text blocks, Claude Code's `<system-reminder>` blocks, images, cache markers,
 system messages, reasoning items, metadata — and both drives count the same calls, hit the cap at the same request,
 and join the same runs: nothing beside a result starts a turn."""
 
@@ -17,6 +17,7 @@ from tests.doubles import ModelDouble, completion
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
 NAMES = ("note", "place")
 REQUESTS = 8  # a drive ends after this many requests, answered or not
+IMAGE = {"type": "image", "source": {"type": "url", "url": "https://example.com/screen.png"}}
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 reminders = texts.map(lambda text: f"<system-reminder>{text}</system-reminder>")
@@ -95,8 +96,9 @@ class ChatClient:
 
 
 class MessagesClient:
-    """An Anthropic Messages client (Claude Code's way): tool_result blocks in a user message, with text and
-    reminder blocks beside them, cache markers on its blocks, and reminders around the user's prompt."""
+    """An Anthropic Messages client (Claude Code's way): tool_result blocks in a user message, with text, reminder and
+    image blocks beside them, cache markers on its blocks, system messages around it, and reminders around the user's
+    prompt."""
 
     api = messages
 
@@ -118,8 +120,8 @@ class MessagesClient:
         blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": f"ran {call_id}"} for call_id in ids]
         beside, where, before, after = [], [], [], []
         for kind, text, fraction in added:
-            if kind in ("text", "reminder", "reasoning"):
-                beside.append(part_of(kind, text))
+            if kind in ("text", "reminder", "reasoning"):  # a text block, a reminder, or an image
+                beside.append(part_of(kind, text) if kind != "reasoning" else IMAGE)
                 where.append(fraction)
             elif kind == "system":  # a system message before or after the results, as Claude Code sends its own
                 (before if fraction < 0.5 else after).append({"role": "system", "content": [part_of("text", text)]})
