@@ -4,15 +4,15 @@ Completions conversation on the way in, and the gated chat completion translated
 In: `system` becomes a system message, and so does each system message among the messages (Claude Code sends its
 environment so), in its place; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a user's
 `tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
-`is_error` reads "Error: …", as the proxy's own rejections do), and such a message continues the client's turn
-whatever text stands beside its results: the turn starts at the last user message without a tool_result
-(`turn_start`, engine.proxy.turn). A tool_use in the history of a tool no longer sent is history like any other.
-Custom tools become function tools; Anthropic's server tools (a `type` such as web_search_20250305), which a Chat
-Completions upstream cannot run, are left out and named in `left_out_tools`, as the request's fields that ask for
-more than it can give are named in `left_out_fields` (the beta features a client announces in `anthropic-beta` ask
-nothing of the proxy). A user's image blocks go upstream as image parts beside its text; elsewhere (a system
-prompt, a tool's result) the upstream takes text, and an image or a document is refused, naming the block. Extended
-thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
+`is_error` reads "Error: …", as the proxy's own rejections do): so such a message continues the client's turn
+whatever stands beside its results (engine.proxy.turn). A tool_use in the history of a tool no longer sent is
+history like any other. Custom tools become function tools; Anthropic's server tools (a `type` such as
+web_search_20250305), which a Chat Completions upstream cannot run, are left out and named in `left_out_tools`, as
+the request's fields that ask for more than it can give are named in `left_out_fields` (the beta features a client
+announces in `anthropic-beta` ask nothing of the proxy). A user's image blocks go upstream as image parts beside
+its text; elsewhere (a system prompt, a tool's result) the upstream takes text, and an image or a document is
+refused, naming the block. Extended thinking blocks sent back are dropped, as no Chat Completions upstream can read
+them.
 
 Out: a `message` with a text block, then a `tool_use` block per call (its id the upstream call's, repaired; its
 input the arguments it must run with), or the same as Anthropic's named stream events. Errors in Anthropic's shape,
@@ -75,7 +75,7 @@ def read(body, stored=None):
         raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
     tools, where, left_out = _tools(body.get("tools"))
     left_out_fields = tuple(key for key, value in body.items() if key not in SERVED and value is not None)
-    messages, turn_start, fields = _messages(body.get("messages"), _system(body.get("system")))
+    messages, fields = _messages(body.get("messages"), _system(body.get("system")))
     chat = {
         "model": _model(body.get("model", "")),
         "messages": messages,
@@ -90,9 +90,7 @@ def read(body, stored=None):
         request = read_request(chat)
     except ValidationError as error:
         raise _as_written(error, where, fields) from None
-    return replace(
-        request, api=NAME, left_out_tools=tuple(left_out), left_out_fields=left_out_fields, turn_start=turn_start
-    )
+    return replace(request, api=NAME, left_out_tools=tuple(left_out), left_out_fields=left_out_fields)
 
 
 def _model(model):
@@ -168,12 +166,11 @@ def _system(system, where="system"):
 
 
 def _messages(messages, system):
-    """(the chat messages, after the `system` ones; the index among them where the client's turn starts: the last
-    user message that carries no tool_result, whatever else stands beside the results in one that does; {a call's or
-    a result's id field in the chat body: the field as the client wrote it})."""
+    """(the chat messages, after the `system` ones; {a call's or a result's id field in the chat body: the field as
+    the client wrote it})."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError({"messages": "is required: a non-empty list of user and assistant messages"})
-    chat, turn_start, fields = list(system), 0, {}
+    chat, fields = list(system), {}
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -184,7 +181,6 @@ def _messages(messages, system):
         if role == "system":
             chat.extend(_system(content, f"{where}.content"))
         elif isinstance(content, str):
-            turn_start = len(chat) if role == "user" else turn_start
             chat.append({"role": role, "content": content})
         elif not isinstance(content, list) or not (content or role == "assistant"):
             raise ValidationError({f"{where}.content": "must be a string or a non-empty list of content blocks"})
@@ -194,13 +190,11 @@ def _messages(messages, system):
                 fields[f"messages[{len(chat)}].tool_calls[{number}].id"] = f"{place}.id"
             chat.append(translated)
         else:
-            translated = _user(content, where)
-            turn_start = len(chat) if translated[0][0]["role"] == "user" else turn_start
-            for message, place in translated:
+            for message, place in _user(content, where):
                 if place is not None:
                     fields[f"messages[{len(chat)}].tool_call_id"] = f"{place}.tool_use_id"
                 chat.append(message)
-    return chat, turn_start, fields
+    return chat, fields
 
 
 def _assistant(blocks, where):

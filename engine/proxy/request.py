@@ -10,7 +10,7 @@ from jsonschema.exceptions import SchemaError
 
 from ..config import TOOL_NAME_PATTERN, ValidationError
 from .client_tools import ANY_OBJECT, client_tool
-from .turn import last_user_message
+from .turn import turn_start
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # Asked of the upstream by the proxy itself, or answered by it: never passed through as the client sent them.
@@ -80,7 +80,7 @@ def read_request(body):
         stream=stream,
         include_usage=stream and options.get("include_usage") is True,
         passthrough={key: value for key, value in body.items() if key not in OWN_FIELDS},
-        turn_start=last_user_message(messages),
+        turn_start=turn_start(messages),
     )
 
 

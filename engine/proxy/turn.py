@@ -5,14 +5,16 @@ The proxy keeps no state per conversation to be correct: the rounds used, the ca
 calls are counted from the messages the client sends, over its current turn (a turn is one user message driven to
 an answer, as a run of the loop is). A call counts as run when a tool message answers its id.
 
-Where the turn starts is each API's to say, by its own rules, as its reader translates the client's body
-(ProxyRequest.turn_start): at the client's last message that carries no result of a call and brings the user's
-input. A message that carries results continues the turn whatever stands beside them in it — text blocks,
-`<system-reminder>` blocks, images, cache markers — and system messages never start one. In Chat Completions and
-the Responses API results are messages (items) of their own, so the turn starts at the last user message
-(`last_user_message`); in the Messages API a user message holds its `tool_result` blocks beside its text, and the
-Messages reader marks where the last user message without one landed in the canonical conversation. Nothing else
-re-derives it.
+Where the turn starts, by the rule every API the proxy speaks shares (SPEC §8): what a client sends between two of
+the model's messages is one step, and a step that carries the result of a call continues the turn, whatever else
+stands beside the results — text blocks, Claude Code's `<system-reminder>` blocks, images, cache markers, system
+messages, a note from the user. Only a step that brings the user's input and no result starts a turn. Each API's
+reader keeps what the client sent in one step together in the canonical conversation: Messages puts a user
+message's `tool_result` blocks first as tool messages, then the rest of that message (and Anthropic reads
+consecutive user messages as one); the Responses API's `function_call_output` items and the items sent after them
+(Codex sends an image it was asked to view as a user message after the output) stay in order; Chat Completions'
+tool messages and the messages sent after them are the client's own. So the turn's start is marked once, when the
+body is read (ProxyRequest.turn_start, engine.proxy.request), and nothing else derives it.
 """
 
 from collections import Counter
@@ -34,10 +36,20 @@ class Turn:
     message: str  # the user's own text that started the turn ("" when there is none)
 
 
-def last_user_message(messages):
-    """The index of the last user message of canonical `messages`, 0 when there is none: where the turn starts for
-    an API whose results are messages of their own."""
-    return max((index for index, message in enumerate(messages) if message["role"] == "user"), default=0)
+def turn_start(messages):
+    """The index in canonical `messages` of the first message of the step that started the client's current turn:
+    the last step that brings a user message and no tool message; 0 when none does."""
+    start, step, has_input, has_results = 0, 0, False, False
+    for index, message in enumerate([*messages, {"role": "assistant"}]):
+        if message["role"] == "assistant":
+            if has_input and not has_results:
+                start = step
+            step, has_input, has_results = index + 1, False, False
+        elif message["role"] == "tool":
+            has_results = True
+        elif message["role"] == "user":
+            has_input = True
+    return start
 
 
 def current_turn(request):
@@ -57,7 +69,7 @@ def current_turn(request):
             arguments, error = ToolCall(data["id"], name, data["function"].get("arguments", "")).parsed_arguments()
             if error is None:
                 identical[identical_call_key(name, arguments)] += 1
-    return Turn(rounds, calls, identical, _users_text(turn[0]) if turn else "")
+    return Turn(rounds, calls, identical, _users_text(turn))
 
 
 def continues_run(request, length):
@@ -66,12 +78,17 @@ def continues_run(request, length):
     return request.turn_start < length
 
 
-def _users_text(message):
-    """The user's own text in the message that started the turn: its text that is not a reminder Claude Code added,
-    or all its text when there is nothing else."""
-    if message["role"] != "user":
-        return ""
-    return _text_of(message.get("content"), reminders=False) or _text_of(message.get("content"))
+def _users_text(turn):
+    """The user's own text in the step that started the turn: its user messages' text that is not a reminder Claude
+    Code added, or all their text when there is nothing else."""
+    said = []
+    for message in turn:
+        if message["role"] == "assistant":
+            break
+        if message["role"] == "user":
+            said.append(message.get("content"))
+    own = "\n\n".join(text for text in (_text_of(content, reminders=False) for content in said) if text)
+    return own or "\n\n".join(text for text in (_text_of(content) for content in said) if text)
 
 
 def _text_of(content, reminders=True):

@@ -13,6 +13,7 @@ import pytest
 import sqlite_utils
 from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
+from engine import texts
 from store import migrations
 from store.db import open_db
 from tests.live_http import serving
@@ -536,6 +537,20 @@ def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_se
     assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
     assert raised.value.body["message"].startswith(f"{param}: ") and message in raised.value.body["message"]
     assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
+
+
+def test_at_the_cap_an_output_gets_the_cap_message_with_the_image_codex_attaches_after_it(app, client, upstream):
+    put_agent(client, provider="upstream", max_rounds=1, on_round_cap="message")
+    upstream.replies = [(200, completion(calls=[("c2", "place_components", {"component": "text"})]))]
+    image = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+    items = [{"role": "user", "content": ASK}, call_item("c1"), output_item("c1"), {"role": "user", "content": [image]}]
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
+
+    assert response.output_text == texts.MAX_ROUNDS and calls_of(response) == []
+    assert upstream.bodies == []
+    run = client.get("/api/runs").json["runs"][0]
+    assert (run["stop_reason"], run["message"]) == ("round_cap", ASK)
 
 
 def test_results_are_checked_against_the_calls_of_the_response_a_request_continues(app, client):

@@ -77,11 +77,12 @@ def turn_of(messages):
     return current_turn(read_request({"model": "m", "messages": messages}))
 
 
-def test_the_turn_counts_from_the_last_user_message_and_only_answered_calls_ran():
+def test_the_turn_counts_from_the_users_last_message_and_only_answered_calls_ran():
     messages = [
         USER,
         assistant(("old", "note", {"n": 1})),
         tool("old"),
+        {"role": "assistant", "content": "Noted."},
         {"role": "user", "content": [{"type": "text", "text": "Again, "}, {"type": "text", "text": "please."}]},
         assistant(("a", "note", {"n": 1}), ("b", "note", {"n": 2})),
         tool("a"),
@@ -98,16 +99,21 @@ def test_the_turn_counts_from_the_last_user_message_and_only_answered_calls_ran(
 REMINDER = {"type": "text", "text": "<system-reminder>The date is 2026-12-06.</system-reminder>"}
 
 
-def test_system_messages_and_parts_beside_tool_results_continue_the_turn():
-    beside = [{"role": "system", "content": "Tools changed."}, {"role": "developer", "content": "Be brief."}]
+def test_what_the_client_sends_beside_tool_results_continues_the_turn():
+    beside = [
+        {"role": "system", "content": "Tools changed."},
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [REMINDER, {"type": "text", "text": "Also make it blue."}]},
+    ]
     messages = [
         {"role": "user", "content": [REMINDER, {"type": "text", "text": "Build it."}]},
         assistant(("a", "note", {"n": 1})),
         {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "ok"}, REMINDER]},
         *beside,
         assistant(("b", "note", {"n": 1})),
-        *beside,
+        beside[0],
         tool("b"),
+        *beside,
     ]
     turn = turn_of(messages)
     assert (turn.rounds_used, turn.calls_so_far) == (2, {"note": 2})
@@ -127,7 +133,7 @@ def test_the_users_text_is_the_turns_message_and_a_reminder_only_when_there_is_n
         },
     ]
     request = read_request({"model": "m", "messages": messages})
-    assert request.turn_start == 5
+    assert request.turn_start == 4  # the step the model's answer was followed by: the system message, then the user's
     turn = current_turn(request)
     assert (turn.rounds_used, turn.calls_so_far, turn.message) == (0, {}, "Next, please.")
     assert turn_of([{"role": "user", "content": [REMINDER]}]).message == REMINDER["text"]

@@ -24,7 +24,9 @@ reminders = texts.map(lambda text: f"<system-reminder>{text}</system-reminder>")
 # What may stand beside tool results: (what, its text, where among the results it goes, from 0 to 1).
 extras = st.lists(
     st.tuples(
-        st.sampled_from(["text", "reminder", "system", "cache", "metadata", "reasoning"]), texts, st.floats(0, 1)
+        st.sampled_from(["text", "reminder", "system", "cache", "metadata", "reasoning", "note"]),
+        texts,
+        st.floats(0, 1),
     ),
     max_size=4,
 )
@@ -63,7 +65,8 @@ def placed(items, additions, where):
 
 
 class ChatClient:
-    """A Chat Completions client: tool messages, with system and developer messages and text parts beside them."""
+    """A Chat Completions client: tool messages, with system and developer messages, text parts and a user's note
+    (the text a bridge from Anthropic's API sends after the results) beside them."""
 
     api = chat_completions
 
@@ -80,7 +83,7 @@ class ChatClient:
 
     def results(self, ids, added):
         results = [{"role": "tool", "tool_call_id": call_id, "content": f"ran {call_id}"} for call_id in ids]
-        beside, where = [], []
+        beside, where, notes = [], [], []
         for kind, text, fraction in added:
             if kind in ("text", "reminder") and results:  # a tool message's content as text parts
                 result = results[int(fraction * (len(results) - 1))]
@@ -92,7 +95,9 @@ class ChatClient:
             elif kind in ("system", "cache", "reasoning"):
                 beside.append({"role": "developer" if kind == "cache" else "system", "content": text or "Note."})
                 where.append(fraction)
-        return placed(results, beside, where)
+            elif kind == "note":  # a user message after the results (what a bridge makes of Claude Code's)
+                notes.append({"role": "user", "content": [part_of("reminder", text), part_of("text", text)]})
+        return [*placed(results, beside, where), *notes]
 
 
 class MessagesClient:
@@ -120,7 +125,7 @@ class MessagesClient:
         blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": f"ran {call_id}"} for call_id in ids]
         beside, where, before, after = [], [], [], []
         for kind, text, fraction in added:
-            if kind in ("text", "reminder", "reasoning"):  # a text block, a reminder, or an image
+            if kind in ("text", "reminder", "reasoning", "note"):  # a text block, a reminder, or an image
                 beside.append(part_of(kind, text) if kind != "reasoning" else IMAGE)
                 where.append(fraction)
             elif kind == "system":  # a system message before or after the results, as Claude Code sends its own
@@ -133,7 +138,8 @@ class MessagesClient:
 
 class ResponsesClient:
     """An OpenAI Responses client (Codex's, the Agents SDK's way): function_call_output items, with system and
-    developer messages, reasoning items and item metadata beside them, the whole input sent each time."""
+    developer messages, reasoning items, item metadata and a user message with an image (Codex's view_image) beside
+    them, the whole input sent each time."""
 
     api = responses
 
@@ -150,7 +156,7 @@ class ResponsesClient:
 
     def results(self, ids, added):
         results = [{"type": "function_call_output", "call_id": call_id, "output": f"ran {call_id}"} for call_id in ids]
-        beside, where = [], []
+        beside, where, notes = [], [], []
         for kind, text, fraction in added:
             if kind in ("text", "reminder") and results:  # an output as input_text parts
                 result = results[int(fraction * (len(results) - 1))]
@@ -166,7 +172,10 @@ class ResponsesClient:
                 role = "developer" if kind == "cache" else "system"
                 beside.append({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]})
                 where.append(fraction)
-        return placed(results, beside, where)
+            elif kind == "note":  # the image a view_image call attached, as Codex sends it after the output
+                image = {"type": "input_image", "image_url": IMAGE["source"]["url"]}
+                notes.append({"type": "message", "role": "user", "content": [image]})
+        return [*placed(results, beside, where), *notes]
 
 
 def part_of(kind, text):
