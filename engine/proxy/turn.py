@@ -79,16 +79,17 @@ def continues_run(request, length):
 
 
 def _users_text(turn):
-    """The user's own text in the step that started the turn: its user messages' text that is not a reminder Claude
-    Code added, or all their text when there is nothing else."""
+    """The user's own text in the step that started the turn: its last user message with text that is not a reminder
+    Claude Code added (Codex sends its instructions and environment as user messages before the prompt), without
+    the reminders; all the text of its last user message when none has any."""
     said = []
     for message in turn:
         if message["role"] == "assistant":
             break
         if message["role"] == "user":
             said.append(message.get("content"))
-    own = "\n\n".join(text for text in (_text_of(content, reminders=False) for content in said) if text)
-    return own or "\n\n".join(text for text in (_text_of(content) for content in said) if text)
+    own = [text for text in (_text_of(content, reminders=False) for content in said) if text]
+    return own[-1] if own else _text_of(said[-1]) if said else ""
 
 
 def _text_of(content, reminders=True):

@@ -137,6 +137,12 @@ def test_the_users_text_is_the_turns_message_and_a_reminder_only_when_there_is_n
     turn = current_turn(request)
     assert (turn.rounds_used, turn.calls_so_far, turn.message) == (0, {}, "Next, please.")
     assert turn_of([{"role": "user", "content": [REMINDER]}]).message == REMINDER["text"]
+    codex = [
+        {"role": "user", "content": "<user_instructions>Use tabs.</user_instructions>"},
+        {"role": "user", "content": "<environment_context>cwd: /src</environment_context>"},
+        {"role": "user", "content": "Fix the build."},
+    ]
+    assert turn_of(codex).message == "Fix the build."  # the prompt Codex sends after its instructions
 
 
 # --- What the client gets -----------------------------------------------------------------------------------------
