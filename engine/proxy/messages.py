@@ -10,9 +10,9 @@ history like any other. Custom tools become function tools; Anthropic's server t
 web_search_20250305), which a Chat Completions upstream cannot run, are left out and named in `left_out_tools`, as
 the request's fields that ask for more than it can give are named in `left_out_fields` (the beta features a client
 announces in `anthropic-beta` ask nothing of the proxy). A user's image blocks go upstream as image parts beside
-its text; elsewhere (a system prompt, a tool's result) the upstream takes text, and an image or a document is
-refused, naming the block. Extended thinking blocks sent back are dropped, as no Chat Completions upstream can read
-them.
+its text, and a tool_result's images go after the results in a user message of their own (a tool message takes
+text); elsewhere (a system prompt) an image is refused, as a document is anywhere, naming the block. Extended
+thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
 
 Out: a `message` with a text block, then a `tool_use` block per call (its id the upstream call's, repaired; its
 input the arguments it must run with), or the same as Anthropic's named stream events. Errors in Anthropic's shape,
@@ -229,19 +229,24 @@ def _assistant(blocks, where):
 
 def _user(blocks, where):
     """A user turn's blocks as chat messages, each with where its tool_result block is (None for the rest): a tool
-    message per tool_result, in order, then its text and images (if any) as a user message, one part per block."""
-    results, parts = [], []
+    message per tool_result, in order, with its text; then a user message (if there is anything for one) with the
+    images of those results (a tool message takes only text), then the turn's own text and images, one part per
+    block."""
+    results, result_images, parts = [], [], []
     for index, block in enumerate(blocks):
         block_where = f"{where}.content[{index}]"
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "tool_use":
             raise ValidationError({block_where: "tool_use blocks belong in assistant messages"})
         if kind == "tool_result":
-            results.append((_tool_message(block, block_where), block_where))
+            message, images = _tool_message(block, block_where)
+            results.append((message, block_where))
+            result_images += images
         elif kind == "image":
             parts.append(_image_part(block, block_where))
         else:
             parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
+    parts = [*result_images, *parts]
     return [*results, *([({"role": "user", "content": parts}, None)] if parts else [])]
 
 
@@ -261,15 +266,27 @@ def _image_part(block, where):
 
 
 def _tool_message(block, where):
+    """(a tool_result block as a tool message: its text; its images, as image parts)."""
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str) or not call_id:
         raise ValidationError({f"{where}.tool_use_id": "is required: the id of the tool_use it answers"})
     content = block.get("content")
-    text = "" if content is None else _text_of_blocks(content, f"{where}.content", "the tool's result")
+    images = []
+    if isinstance(content, list):  # a tool's result may hold images (Claude Code's Read of a picture)
+        texts = []
+        for index, part in enumerate(content):
+            part_where = f"{where}.content[{index}]"
+            if isinstance(part, dict) and part.get("type") == "image":
+                images.append(_image_part(part, part_where))
+            else:
+                texts.append(_text_block(part, part_where, "text or image"))
+        text = "\n\n".join(texts)
+    else:
+        text = "" if content is None else _text_of_blocks(content, f"{where}.content", "the tool's result")
     is_error = _flag(block.get("is_error", False), f"{where}.is_error")
     if is_error and not text.startswith(ERROR_PREFIX):
         text = ERROR_PREFIX + text
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
+    return {"role": "tool", "tool_call_id": call_id, "content": text}, images
 
 
 def _tools(tools):

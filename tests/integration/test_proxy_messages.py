@@ -296,6 +296,28 @@ def test_a_users_images_go_upstream_as_image_parts_beside_its_text(app, client, 
     assert client.get("/api/runs").json["runs"][0]["message"] == "What is on these?"
 
 
+def test_the_images_of_a_tool_result_go_upstream_after_the_results_and_its_text_in_the_tool_message(
+    app, client, upstream
+):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("A login form."))]
+    read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/src/screen.png"}}
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": [{"type": "text", "text": "PNG"}, SCREENSHOT]}
+    history = [USER, {"role": "assistant", "content": [read]}, {"role": "user", "content": [result]}]
+    with anthropic_client(app) as sdk:
+        message = sdk.messages.create(**ASK, messages=history)
+
+    assert message.content[0].text == "A login form."
+    assert upstream.bodies[0]["messages"][-2:] == [
+        {"role": "tool", "tool_call_id": "r1", "content": "PNG"},
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}],
+        },
+    ]
+    assert client.get("/api/runs").json["runs"][0]["message"] == USER["content"]  # the results' turn goes on
+
+
 # The beta features Claude Code 2.1 announces (`anthropic-beta`), among them those its default models need.
 CLAUDE_CODE_BETAS = (
     "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,"
@@ -402,7 +424,7 @@ def with_result(block):
         ),
         (
             with_result({"type": "tool_result", "tool_use_id": "a", "content": [{"type": "image"}]}),
-            "messages[1].content[0].content[0]: image blocks cannot be sent",
+            'messages[1].content[0].content[0].source: must be {"type": "base64", "media_type", "data"}',
         ),
         (
             with_result({"type": "tool_result", "tool_use_id": "a", "content": [{"type": "document"}]}),
