@@ -2,8 +2,9 @@
 Completions conversation and back, as LiteLLM's Responses bridge serves providers that only have Chat Completions.
 
 `read` turns `input` (a string, or message, function_call, function_call_output and item_reference items) and
-`instructions` into chat messages, function tools into chat tools, and leaves out the hosted tools an upstream
-cannot run through Chat Completions (web_search, file_search, mcp, …), naming them in `left_out_tools`. Items
+`instructions` into chat messages (the images of an output after the outputs, as a user message: a tool message
+takes text), function tools into chat tools, and leaves out the hosted tools an upstream cannot run through Chat
+Completions (web_search, file_search, mcp, …), naming them in `left_out_tools`. Items
 referred to by `item_reference` and the conversation of `previous_response_id` come from the responses the proxy
 kept (`stored`, handed in: this module opens no database), so a conversation continued that way reads exactly as
 the one its earlier request recorded, and joins its run.
@@ -175,7 +176,8 @@ def _item(item, where, stored):
     if kind == "function_call_output":
         if not isinstance(item.get("call_id"), str) or not item["call_id"]:
             raise ValidationError({f"{where}.call_id": "is required: the call_id of the function_call it answers"})
-        return {"type": kind, "call_id": item["call_id"], "output": _output_text(item.get("output"), where)}
+        text, images = _output(item.get("output"), where)
+        return {"type": kind, "call_id": item["call_id"], "output": text, **({"images": images} if images else {})}
     if kind == "item_reference":
         return _referenced_item(item, where, stored)
     if kind == "reasoning":
@@ -211,13 +213,26 @@ def _message_item(item, where):
     return {"type": "message", "role": role, "content": parts}
 
 
-def _output_text(output, where):
-    """A function_call_output's output as the text of a tool message: a string, or the text of its parts."""
+def _output(output, where):
+    """(a function_call_output's output as the text of a tool message: a string, or the text of its parts; the URLs
+    of its input_image parts: a tool's result may be a picture, as Codex's view_image and the Agents SDK's image
+    outputs are)."""
     if isinstance(output, str):
-        return output
-    if isinstance(output, list) and all(isinstance(part, dict) and part.get("type") in TEXT_PARTS for part in output):
-        return "".join(part.get("text") or "" for part in output)
-    raise ValidationError({f"{where}.output": "must be a string, or a list of input_text parts"})
+        return output, []
+    if not isinstance(output, list):
+        raise ValidationError({f"{where}.output": "must be a string, or a list of input_text and input_image parts"})
+    texts, images = [], []
+    for index, part in enumerate(output):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in TEXT_PARTS:
+            texts.append(part.get("text") or "")
+        elif kind == "input_image" and isinstance(part.get("image_url"), str) and part["image_url"]:
+            images.append(part["image_url"])
+        else:
+            raise ValidationError(
+                {f"{where}.output[{index}]": "must be an input_text part, or an input_image part with an image_url"}
+            )
+    return "".join(texts), images
 
 
 def _referenced_item(item, where, stored):
@@ -239,10 +254,14 @@ def _referenced_item(item, where, stored):
 def chat_messages(items, instructions=None):
     """(checked items as chat messages: the instructions as a system message first; an assistant message's text and
     the function calls after it as one assistant message (as a chat completion answers); each output as a tool
-    message. {a call's or an output's id field in the chat body: the index of the item it came from})."""
+    message, and the images of outputs sent together as a user message after them (a tool message takes only text).
+    {a call's or an output's id field in the chat body: the index of the item it came from})."""
     messages = [{"role": "system", "content": instructions}] if instructions else []
-    sources = {}
+    sources, images = {}, []
     for index, item in enumerate(items):
+        if images and item["type"] != "function_call_output":
+            messages.append(_images_message(images))
+            images = []
         if item["type"] == "message":
             messages.append({"role": item["role"], "content": _chat_content(item)})
         elif item["type"] == "function_call":
@@ -260,7 +279,12 @@ def chat_messages(items, instructions=None):
         else:
             sources[f"messages[{len(messages)}].tool_call_id"] = index
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
-    return messages, sources
+            images += item.get("images", [])
+    return [*messages, *([_images_message(images)] if images else [])], sources
+
+
+def _images_message(urls):
+    return {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}} for url in urls]}
 
 
 def _chat_name(call):

@@ -539,11 +539,21 @@ def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_se
     assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
 
 
-def test_at_the_cap_an_output_gets_the_cap_message_with_the_image_codex_attaches_after_it(app, client, upstream):
+IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        [output_item("c1"), {"role": "user", "content": [IMAGE]}],
+        [{**output_item("c1"), "output": [{"type": "input_text", "text": "a.png"}, IMAGE]}],
+    ],
+    ids=["an image after the output", "an image in the output"],
+)
+def test_at_the_cap_an_output_gets_the_cap_message_with_the_image_a_tool_attached(app, client, upstream, results):
     put_agent(client, provider="upstream", max_rounds=1, on_round_cap="message")
     upstream.replies = [(200, completion(calls=[("c2", "place_components", {"component": "text"})]))]
-    image = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
-    items = [{"role": "user", "content": ASK}, call_item("c1"), output_item("c1"), {"role": "user", "content": [image]}]
+    items = [{"role": "user", "content": ASK}, call_item("c1"), *results]
     with proxy_client(app, "canvas") as sdk:
         response = sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
 
@@ -551,6 +561,26 @@ def test_at_the_cap_an_output_gets_the_cap_message_with_the_image_codex_attaches
     assert upstream.bodies == []
     run = client.get("/api/runs").json["runs"][0]
     assert (run["stop_reason"], run["message"]) == ("round_cap", ASK)
+
+
+def test_the_images_of_an_output_go_upstream_after_the_outputs_and_its_text_in_the_tool_message(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("A login form."))]
+    looked = {**output_item("c1"), "output": [{"type": "input_text", "text": "a.png"}, IMAGE]}
+    items = [{"role": "user", "content": ASK}, call_item("c1"), call_item("c2"), looked, output_item("c2")]
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
+        with pytest.raises(openai.BadRequestError) as raised:
+            file_image = {"type": "input_image", "file_id": "file_1"}
+            sdk.responses.create(model="m", input=[*items[:3], {**looked, "output": [file_image]}], tools=[PLACE_TOOL])
+
+    assert response.output_text == "A login form."
+    assert upstream.bodies[0]["messages"][-3:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "a.png"},
+        {"role": "tool", "tool_call_id": "c2", "content": "uuid"},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": IMAGE["image_url"]}}]},
+    ]
+    assert raised.value.body["param"] == "input[3].output[0]" and "with an image_url" in raised.value.body["message"]
 
 
 def test_results_are_checked_against_the_calls_of_the_response_a_request_continues(app, client):
