@@ -98,10 +98,7 @@ def _text_of(content, reminders=True):
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(parts, list):
         return ""
+    texts = [part.get("text") for part in parts if isinstance(part, dict) and part.get("type") == "text"]
     return "".join(
-        part.get("text", "")
-        for part in parts
-        if isinstance(part, dict)
-        and part.get("type") == "text"
-        and (reminders or not part.get("text", "").lstrip().startswith(REMINDER))
+        text for text in texts if isinstance(text, str) and (reminders or not text.lstrip().startswith(REMINDER))
     )

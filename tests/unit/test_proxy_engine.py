@@ -143,6 +143,8 @@ def test_the_users_text_is_the_turns_message_and_a_reminder_only_when_there_is_n
         {"role": "user", "content": "Fix the build."},
     ]
     assert turn_of(codex).message == "Fix the build."  # the prompt Codex sends after its instructions
+    odd_parts = [{"type": "text", "text": 5}, {"type": "text"}, "text", {"type": "text", "text": "Go."}]
+    assert turn_of([{"role": "user", "content": odd_parts}]).message == "Go."
 
 
 # --- What the client gets -----------------------------------------------------------------------------------------
