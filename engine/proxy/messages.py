@@ -245,13 +245,14 @@ def _user(blocks, where):
         elif kind == "image":
             parts.append(_image_part(block, block_where))
         else:
-            parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
+            parts.append({"type": "text", "text": _text_block(block, block_where, "text, image or tool_result")})
     parts = [*result_images, *parts]
     return [*results, *([({"role": "user", "content": parts}, None)] if parts else [])]
 
 
 def _image_part(block, where):
-    """A user's image block as a Chat Completions image part: its URL, or its base64 data as a data URL."""
+    """An image block (a user's, or in a tool's result) as a Chat Completions image part: its URL, or its base64
+    data as a data URL."""
     source = block.get("source")
     kind = source.get("type") if isinstance(source, dict) else None
     if kind == "url" and isinstance(source.get("url"), str) and source["url"]:

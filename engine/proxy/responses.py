@@ -4,10 +4,10 @@ Completions conversation and back, as LiteLLM's Responses bridge serves provider
 `read` turns `input` (a string, or message, function_call, function_call_output and item_reference items) and
 `instructions` into chat messages (the images of an output after the outputs, as a user message: a tool message
 takes text), function tools into chat tools, and leaves out the hosted tools an upstream cannot run through Chat
-Completions (web_search, file_search, mcp, …), naming them in `left_out_tools`. Items
-referred to by `item_reference` and the conversation of `previous_response_id` come from the responses the proxy
-kept (`stored`, handed in: this module opens no database), so a conversation continued that way reads exactly as
-the one its earlier request recorded, and joins its run.
+Completions (web_search, file_search, mcp, …), naming them in `left_out_tools`. Items referred to by
+`item_reference` and the conversation of `previous_response_id` come from the responses the proxy kept (`stored`,
+handed in: this module opens no database), so a conversation continued that way reads exactly as the one its
+earlier request recorded, and joins its run.
 
 `stream` turns the answer's pieces into the Responses events, whether the pieces arrive live or are cut from a
 finished answer; `answer` is the response the last of those events carries, so both say the same. `kept` is what
@@ -224,7 +224,7 @@ def _output(output, where):
     texts, images = [], []
     for index, part in enumerate(output):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind in TEXT_PARTS:
+        if kind in TEXT_PARTS and isinstance(part.get("text") or "", str):
             texts.append(part.get("text") or "")
         elif kind == "input_image" and isinstance(part.get("image_url"), str) and part["image_url"]:
             images.append(part["image_url"])
@@ -284,6 +284,7 @@ def chat_messages(items, instructions=None):
 
 
 def _images_message(urls):
+    """The images of a step's outputs as the user message that follows them."""
     return {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}} for url in urls]}
 
 

@@ -468,6 +468,18 @@ def test_an_upstream_500_reaches_the_client_in_openais_shape(app, client, upstre
             "input[2].call_id",
             "is required",
         ),
+        (
+            {
+                "model": "m",
+                "input": [
+                    {"role": "user", "content": "Hi"},
+                    {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "a", "output": [{"type": "input_text", "text": 5}]},
+                ],
+            },
+            "input[2].output[0]",
+            "must be an input_text part",
+        ),
         ({"model": "m", "input": [{"type": "computer_call_output"}]}, "input[0].type", "must be message"),
         (
             {"model": "m", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
