@@ -279,6 +279,61 @@ def test_at_the_cap_a_tool_result_gets_the_cap_message_whatever_text_stands_besi
     assert (run["stop_reason"], run["message"], run["model_requests"]) == ("round_cap", USER["content"], 0)
 
 
+def drive_with_reminders(app, client, limit=20):
+    """A Claude Code-like client: each request after the first sends the results of every tool_use it got with a
+    reminder block beside them and a system message after them. (the messages it got, the runs they joined)."""
+    messages, got, runs = [USER], [], set()
+    with anthropic_client(app) as sdk:
+        for number in range(limit):
+            message, _, run_id = ask(sdk, client, "create", messages=messages)
+            got.append(message)
+            runs.add(run_id)
+            if message.stop_reason != "tool_use":
+                return got, runs
+            reminder = {"type": "text", "text": f"<system-reminder>Step {number} done.</system-reminder>"}
+            results = results_of(message)
+            messages += [
+                {"role": "assistant", "content": message.content},
+                {**results, "content": [*results["content"], reminder]},
+                {"role": "system", "content": "The todo list changed."},
+            ]
+    raise AssertionError("the session never ended")
+
+
+def test_a_long_session_with_reminders_beside_every_result_is_held_to_the_cap(app, client):
+    script = [{"tool_calls": [{"name": "place_components", "arguments": {"component": f"c{n}"}}]} for n in range(12)]
+    put_agent(client, max_rounds=10, on_round_cap="message", script=script)
+    got, runs = drive_with_reminders(app, client)
+
+    assert [message.stop_reason for message in got] == ["tool_use"] * 10 + ["end_turn"]
+    assert got[-1].content[0].text == texts.MAX_ROUNDS
+    [run_id] = runs
+    run = client.get(f"/api/runs/{run_id}").json
+    assert (run["stop_reason"], len(run["rounds"]), run["model_requests"]) == ("round_cap", 10, 10)
+    assert run["message"] == USER["content"]
+
+
+def test_the_per_run_limits_hold_with_reminders_beside_the_results(app, client):
+    place = [{"name": "place_components", "arguments": {"component": name}} for name in ("hero", "text", "hero")]
+    script = [{"tool_calls": [call]} for call in place] + [{"content": "Done."}]
+    put_agent(client, client_tools={"place_components": {"max_calls_per_run": 2}}, script=script)
+    got, runs = drive_with_reminders(app, client)
+
+    assert [message.stop_reason for message in got] == ["tool_use", "tool_use", "end_turn"]
+    run = client.get(f"/api/runs/{runs.pop()}").json
+    hidden = [round_ for round_ in run["rounds"] if not round_["shown_to_client"]]
+    assert [(call["reason"], call["message"]) for call in hidden[0]["calls"]] == [
+        ("call_limit", "Error: place_components may be called at most 2 times per run.")
+    ]
+    put_agent(client, client_tools={"place_components": {"max_identical_calls": 1}}, script=script)
+    got, runs = drive_with_reminders(app, client)
+    assert [message.stop_reason for message in got] == ["tool_use", "tool_use", "end_turn"]
+    hidden = [
+        round_ for round_ in client.get(f"/api/runs/{runs.pop()}").json["rounds"] if not round_["shown_to_client"]
+    ]
+    assert [call["reason"] for call in hidden[0]["calls"]] == ["repeated_call"]
+
+
 def test_a_users_images_go_upstream_as_image_parts_beside_its_text(app, client, upstream):
     put_agent(client, provider="upstream")
     upstream.replies = [(200, completion("A red button."))]
