@@ -34,7 +34,7 @@ from ..round import (
 )
 from ..types import ALLOWED, REJECTED, CallRecord, sum_usage
 from .client_tools import proxy_view
-from .request import current_turn
+from .turn import current_turn
 
 NOT_RUN = "not_run"  # allowed by the gate, not run because another call of its response was rejected
 
@@ -107,7 +107,7 @@ class ProxyExchange:
         self.config = config
         self.request = request
         self.gate_config, self.registry = proxy_view(config, request.declared)
-        self.turn = current_turn(request.messages)
+        self.turn = current_turn(request)
         self.used_tools = {name for name, count in self.turn.calls_so_far.items() if count}
         self.tools = upstream_tools(config, request)
         self.messages = list(request.messages if history is None else history)
