@@ -15,7 +15,6 @@ from tests.live_http import serving
 from tests.proxy_support import FakeUpstream, add_upstream, completion
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "clients"
-NEEDS_TURN = pytest.mark.xfail(strict=True, reason="needs the turn branch")
 CAP = 5
 CALLS_PER_RUN = 3
 MAX_ROUNDS_MESSAGE = (
@@ -151,8 +150,8 @@ def upstream_tool_messages(upstream, request_number):
 
 
 CLIENTS = [
-    pytest.param(CLAUDE_CODE_DEFAULT, id="claude_code_default_model", marks=NEEDS_TURN),
-    pytest.param(CLAUDE_CODE_SONNET, id="claude_code_sonnet", marks=NEEDS_TURN),
+    pytest.param(CLAUDE_CODE_DEFAULT, id="claude_code_default_model"),
+    pytest.param(CLAUDE_CODE_SONNET, id="claude_code_sonnet"),
     pytest.param(CODEX, id="codex"),
 ]
 STREAMED = pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -229,7 +228,7 @@ def test_max_identical_calls_holds_across_the_long_session(app, client, upstream
 @pytest.mark.parametrize(
     "client",
     [
-        pytest.param(CLAUDE_CODE_DEFAULT, id="claude_code_default_model", marks=NEEDS_TURN),
+        pytest.param(CLAUDE_CODE_DEFAULT, id="claude_code_default_model"),
         pytest.param(CLAUDE_CODE_SONNET, id="claude_code_sonnet"),
         pytest.param(CODEX, id="codex"),
     ],
