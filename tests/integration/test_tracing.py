@@ -287,6 +287,43 @@ def test_with_content_capture_the_messages_arguments_and_outputs_go_out_with_the
     assert UPSTREAM_SECRET not in text and "[redacted]" in text
 
 
+def test_with_content_capture_a_proxied_runs_content_goes_out_with_the_providers_key_redacted(
+    tmp_path, migrated_database, collector
+):
+    """A proxied run records the client's conversation as it came, so the key a client sent (in its message, in a
+    tool's output) is in the run; only the export's redaction keeps it out of the trace."""
+    upstream = FakeUpstream(completion(f"Your key {UPSTREAM_SECRET} is safe with me."))
+    environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    with (
+        serving(upstream) as model_url,
+        traced_app(tmp_path, migrated_database, collector, environ=environ) as (app, receiver),
+    ):
+        add_upstream(app, model_url)
+        client = app.test_client()
+        put(
+            client, "canvas", {"label": "Canvas", "provider": "upstream", "model": "gpt-test", "client_tools": RESTRICT}
+        )
+        call = {"id": "c1", "type": "function", "function": {"name": "place_components", "arguments": "{}"}}
+        messages = [
+            {"role": "user", "content": f"Build a page. My key is {UPSTREAM_SECRET}."},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": f"Placed, with {UPSTREAM_SECRET} as its title."},
+        ]
+        response = client.post(
+            "/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": messages, "tools": [PLACE]}
+        )
+        flush(app)
+
+    assert response.status_code == 200
+    (chat,) = receiver.named("chat gpt-test")
+    sent = json.loads(chat["attributes"]["gen_ai.input.messages"])
+    assert sent[0]["parts"][0]["content"] == "Build a page. My key is [redacted]."
+    assert sent[-1]["parts"][0]["response"] == "Placed, with [redacted] as its title."
+    answer = json.loads(chat["attributes"]["gen_ai.output.messages"])[0]["parts"][0]["content"]
+    assert answer == "Your key [redacted] is safe with me."
+    assert UPSTREAM_SECRET not in all_text(receiver.spans)
+
+
 # --- Approvals -----------------------------------------------------------------------------------------------------
 
 
