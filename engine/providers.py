@@ -267,14 +267,16 @@ def read_completion(completion, secret=None):
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments)
         calls.append(ToolCall(call_id if isinstance(call_id, str) else "", name, redact(arguments, secret)))
-    finish_reason = _field(choice, "finish_reason")
+    finish_reason, model = _field(choice, "finish_reason"), _field(completion, "model")
     content = redact(_content_text(_field(message, "content")), secret)
-    check_answer_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
+    model = redact(model, secret) if isinstance(model, str) and model else None
+    check_answer_size([content, model, *(text for call in calls for text in (call.id, call.name, call.arguments))])
     return ModelResponse(
         content=content,
         tool_calls=tuple(calls),
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=read_usage(_field(completion, "usage")),
+        model=model,
     )
 
 
