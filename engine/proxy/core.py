@@ -154,8 +154,7 @@ class ProxyExchange:
                     round_ = replace(step.round, calls=self.records(step.verdicts))
                     own = self.own_completion(step.answer, completion)
                     return self.finish(own, TOOLS_DISABLED, step.answer, round_)
-                case ToolRound() if step.all_allowed:
-                    write_log(step.log, self.log)
+                case ToolRound() if step.all_allowed:  # nothing rejected, nothing logged: the client runs them
                     round_ = replace(step.round, calls=self.records(step.verdicts))
                     client = self.client_completion(completion, step.verdicts)
                     return self.finish(client, AWAITING_CLIENT, None, round_)
