@@ -1,7 +1,8 @@
 # The README's commands. Everything a new machine needs is installed from here.
 VENV := .venv
 BIN := $(VENV)/bin
-# Serving needs requirements.txt only; the tests, the linter and the benchmarks add requirements-test.txt.
+# Serving needs requirements.txt only; the tests, the linter and the benchmarks add requirements-test.txt. Both pin
+# every package, transitive ones included: `make lock` compiles them from the direct dependencies in the .in files.
 INSTALLED := $(VENV)/.installed-requirements
 INSTALLED_TEST := $(VENV)/.installed-requirements-test
 # The gateways bench.gateway measures beside Toolgate when they are installed (`make peers`), each with its own
@@ -14,18 +15,21 @@ PORT ?= 5000
 WORKERS ?= 2
 CONNECTIONS ?= 1000
 KEEP_ALIVE ?= 10
+# The longest request line gunicorn reads and still bounds (its default is 4,094 bytes): longer addresses that it lets
+# through the app refuses itself, in the caller's shape (blueprints/request_checks.py).
+REQUEST_LINE := 8190
 # gunicorn takes an IPv6 address in brackets ([::1]:5000), given with them or without.
 BARE_HOST = $(HOST:[%]=%)
 BIND = $(if $(findstring :,$(BARE_HOST)),[$(BARE_HOST)],$(BARE_HOST)):$(PORT)
 
-.PHONY: run test bench bench-peers peers lint chromium postgresql
+.PHONY: run test bench bench-peers peers lint lock chromium postgresql
 
 run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
 	$(BIN)/flask --app app init-db
 	$(BIN)/flask --app app load-demo --if-empty
 	$(BIN)/gunicorn --bind=$(BIND) --worker-class=gevent --workers=$(WORKERS) --worker-connections=$(CONNECTIONS) \
-		--keep-alive=$(KEEP_ALIVE) --no-control-socket 'app:serve_app()'
+		--keep-alive=$(KEEP_ALIVE) --limit-request-line=$(REQUEST_LINE) --no-control-socket 'app:serve_app()'
 
 # Two test processes, one per core of the machines it runs on: the suite took 7.8 minutes in one, 5.5 in two.
 test: $(INSTALLED_TEST) chromium postgresql
@@ -43,6 +47,13 @@ peers: $(PORTKEY_INSTALLED) $(LITELLM_INSTALLED)
 lint: $(INSTALLED_TEST)
 	$(BIN)/ruff check .
 
+# After changing requirements.in or requirements-test.in: the pins of everything they bring, for every machine.
+lock: $(INSTALLED_TEST)
+	$(BIN)/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+		-o requirements.txt requirements.in
+	$(BIN)/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links \
+		-o requirements-test.txt requirements-test.in
+
 $(INSTALLED): requirements.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
@@ -50,7 +61,7 @@ $(INSTALLED): requirements.txt
 
 $(INSTALLED_TEST): requirements.txt requirements-test.txt
 	test -x $(BIN)/python || python3 -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-test.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-test.txt
 	touch $@ $(INSTALLED)
 
 $(PORTKEY_INSTALLED): bench/peers-portkey.json

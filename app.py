@@ -34,12 +34,20 @@ from blueprints import (
 )
 from engine.tools import default_registry
 from services import runs as run_service
+from services import settings
 from store import db, migrations
 
 csrf = CSRFProtect()
 
 # Settings read from TOOLGATE_* as written: from_prefixed_env takes what looks like JSON as JSON (digits, a number).
-TEXT_SETTINGS = ("ADMIN_PASSWORD", "ADMIN_PASSWORD_HASH", "ALLOWED_HOSTS", "KEY_VARIABLES", "TRACE_URL")
+TEXT_SETTINGS = (
+    "ADMIN_PASSWORD",
+    "ADMIN_PASSWORD_HASH",
+    "ALLOWED_HOSTS",
+    "ALLOWED_NETWORKS",
+    "KEY_VARIABLES",
+    "TRACE_URL",
+)
 
 
 def _secret_key(instance_path):
@@ -69,6 +77,9 @@ def create_app(test_config=None, instance_path=None):
         LOGIN_THROTTLE_SECONDS=1,  # the first wait after too many wrong passwords (blueprints/login_throttle.py)
         ALLOWED_HOSTS=(),  # host names served besides 127.0.0.1, localhost and [::1]
         KEY_VARIABLES=(),  # environment variables a provider may name besides *_API_KEY
+        # Networks and host names a tool server or provider URL may point at besides the address rule's
+        # (engine/addresses.py): link-local, cloud metadata and unspecified addresses are refused otherwise.
+        ALLOWED_NETWORKS=(),
         # Seconds a run step may overrun its model's timeout, and a run may wait for its next step, before it reads
         # "interrupted" (store/run_service.py).
         RUN_LEASE_SECONDS=run_service.LEASE_SECONDS,
@@ -84,6 +95,8 @@ def create_app(test_config=None, instance_path=None):
     else:
         app.config.from_mapping(test_config)
     app.json.sort_keys = False  # agents read in the field order of SPEC §2
+    with app.app_context():
+        settings.allowed_networks()  # a TOOLGATE_ALLOWED_NETWORKS entry that is no network nor host stops the start
     # Prompts, transcripts and the secret key live here: owner-only, and tightened if an older version was laxer.
     os.makedirs(app.instance_path, mode=0o700, exist_ok=True)
     os.chmod(app.instance_path, 0o700)
@@ -131,6 +144,7 @@ def create_app(test_config=None, instance_path=None):
     csrf.exempt(api_providers.bp)  # JSON only, like the agents API
     app.register_blueprint(proxy.bp)
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
+    app.register_blueprint(proxy.probes)
     register_error_handlers(app)
     register_template_helpers(app)
     traces.init_app(app)

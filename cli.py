@@ -26,12 +26,22 @@ from engine.config import is_valid_unicode, printable
 from engine.tools.documents import load_corpus_files
 from engine.types import AWAITING_APPROVAL
 from services import cases as case_service
-from services import demo, run_texts
+from services import demo, policy_files, run_texts
 from services import runs as run_service
 from services import tool_servers as tool_server_service
-from services.settings import configured_names, is_loopback, login_enabled, run_options, tool_registry
+from services.policy_files import PolicyInputError
+from services.policy_format import FileProblem, read_policy
+from services.settings import (
+    allowed_networks,
+    configured_names,
+    is_loopback,
+    login_enabled,
+    run_options,
+    schema_url,
+    tool_registry,
+)
 from services.tracing import traced
-from store import NotFound, RevisionConflict, ValidationError, migrations, row_exists
+from store import ManagedByFile, NotFound, RevisionConflict, ValidationError, migrations, row_exists
 from store import agents as agent_store
 from store import cases as case_store
 from store import db as store_db
@@ -118,28 +128,43 @@ def load_demo_command(replace, if_empty):
 @with_appcontext
 @click.argument("agent_id", type=TEXT)
 def export_agent_command(agent_id):
-    """Print an agent as JSON."""
+    """Print an agent as its policy file (YAML; export-agents writes several)."""
     try:
-        agent = agent_store.get_agent(get_db(), agent_id)
+        [(_name, text)] = policy_files.export(get_db(), [agent_id], schema_url())
     except NotFound as error:
         raise BadInput(str(error)) from None
-    click.echo(json.dumps(agent, indent=2, ensure_ascii=False))
+    click.echo(text, nl=False)
+
+
+def _agent_file_data(file):
+    """The agent in an import-agent file: JSON when it starts with { or [ (JSON's own rules, as before policy files
+    existed), a policy file (YAML) otherwise."""
+    content = file.read()
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{file.name} is not UTF-8 text; nothing was imported.") from None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise BadInput(f"{file.name} is not valid JSON: {error}") from None
+        except RecursionError:
+            raise BadInput(f"{file.name} is nested too deeply; nothing was imported.") from None
+    try:
+        return read_policy(content)[0]
+    except FileProblem as problem:
+        raise BadInput(f"{problem.describe(file.name)}; nothing was imported.") from None
 
 
 @click.command("import-agent")
 @with_appcontext
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
 @click.option("--replace", is_flag=True, help="Replace an existing agent whatever revision the file carries.")
 def import_agent_command(file, replace):
-    """Create or replace an agent from a JSON file ("-" reads standard input). A bad file changes nothing."""
-    try:
-        data = json.load(file)
-    except json.JSONDecodeError as error:
-        raise BadInput(f"{file.name} is not valid JSON: {error}") from None
-    except RecursionError:
-        raise BadInput(f"{file.name} is nested too deeply; nothing was imported.") from None
-    except UnicodeDecodeError:
-        raise BadInput(f"{file.name} is not UTF-8 text; nothing was imported.") from None
+    """Create or replace an agent from a policy file, YAML or JSON ("-" reads standard input). A bad file changes
+    nothing."""
+    data = _agent_file_data(file)
     db = get_db()
     if replace and isinstance(data, dict) and isinstance(data.get("id"), str):
         try:
@@ -153,7 +178,68 @@ def import_agent_command(file, replace):
         raise BadInput(f"{file.name} is not a valid agent; nothing was imported:\n{details}") from None
     except RevisionConflict as conflict:
         raise BadInput(f"{conflict} Use --replace to overwrite it.") from None
+    except ManagedByFile as managed:
+        raise BadInput(str(managed)) from None
     click.echo(f'Imported the agent "{agent["id"]}" (revision {agent["revision"]}).')
+
+
+@click.command("export-agents")
+@with_appcontext
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("agent_ids", nargs=-1, metavar="[AGENT_ID]...", type=TEXT)
+def export_agents_command(folder, agent_ids):
+    """Write every agent (or those named) to FOLDER as a policy file, FOLDER/ID.yaml, for apply."""
+    try:
+        files = policy_files.export(get_db(), agent_ids, schema_url())
+    except NotFound as error:
+        raise BadInput(f"{error} Nothing was exported.") from None
+    if not files:
+        click.echo("There are no agents; nothing was exported.")
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files:
+            (folder / name).write_bytes(text.encode("utf-8"))
+    except OSError as error:
+        raise BadInput(f"Could not write to {folder}: {error.strerror}.") from None
+    click.echo(f"Exported {_counted(len(files), 'agent')} to {folder}: {', '.join(name for name, _text in files)}")
+
+
+@click.command("apply")
+@with_appcontext
+@click.argument("folder", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+@click.option("--prune", is_flag=True, help="Remove the agents no file in FOLDER names.")
+@click.option("--release", multiple=True, metavar="ID", type=TEXT, help="Hand this agent back to the pages.")
+def apply_command(folder, dry_run, prune, release):
+    """Apply the policy files in FOLDER (ID.yaml, as export-agents writes them): validate all of them, print per
+    agent what changes, and apply the whole set in one transaction. The agents they apply are managed by their
+    files from then on. Exit status: 0 nothing to change, 1 changed (or would change, with --dry-run), 2 bad
+    input (nothing changed)."""
+    if folder is None and not release:
+        raise BadInput("Name the folder of policy files to apply (or an agent to hand back with --release ID).")
+    if prune and folder is None:
+        raise BadInput("--prune removes the agents no file in the folder names: name the folder.")
+    files = policy_files.folder_files(folder) if folder else []
+    if folder and not files:
+        raise BadInput(f"{folder} has no .yaml file; nothing was applied.")
+    db = get_db()
+    try:
+        planned = policy_files.plan(db, files, tool_registry().parameters_by_name(), prune=prune, release=release)
+    except PolicyInputError as error:
+        raise BadInput("Nothing was applied:\n" + "\n".join(error.problems)) from None
+    click.echo(planned.text())
+    if not planned.changes:
+        return
+    if dry_run:
+        click.echo("Dry run: nothing was changed.")
+    else:
+        try:
+            policy_files.apply(db, planned)
+        except (RevisionConflict, ValidationError, NotFound) as error:
+            raise BadInput(f"{error} Nothing was applied; run apply again to see what changes now.") from None
+        click.echo("Applied, in one transaction.")
+    sys.exit(1)
 
 
 def _one_line(value, limit=None):
@@ -555,6 +641,7 @@ def add_tool_server_command(server_id, url, command, label, headers_text, timeou
             create=not (replace and row_exists(db, "tool_servers", server_id)),
             key_variables=configured_names("KEY_VARIABLES"),
             allow_command=True,
+            allowed_networks=allowed_networks(),
         )
     except ValidationError as error:
         details = "\n".join(f"  {field}: {message}" for field, message in error.errors.items())
@@ -586,6 +673,8 @@ def register(app):
         load_demo_command,
         export_agent_command,
         import_agent_command,
+        export_agents_command,
+        apply_command,
         run_agent_command,
         import_documents_command,
         check_cases_command,

@@ -21,12 +21,12 @@ from engine import approvals
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions, messages
 from engine.proxy.recording import PROXY_SOURCE
-from engine.round import AWAITING_CLIENT, ERROR, STOPPED
+from engine.round import AWAITING_CLIENT, CANCELLED, ERROR, STOPPED
 from engine.types import ABANDONED, ALLOWED, AWAITING, AWAITING_APPROVAL, EXECUTED, INTERRUPTED, REJECTED, RUNNING
 from engine.types import ERROR as CALL_ERROR
 from services import proxy as proxy_service
 from services.runs import RunConflict
-from store import NotFound, RevisionConflict, ValidationError
+from store import ManagedByFile, NotFound, RevisionConflict, ValidationError
 from store.db import get_db
 from store.history import ID_MAX
 
@@ -227,6 +227,13 @@ def register_error_handlers(app):
             return json_error(409, str(conflict), "revision", revision=conflict.current_revision)
         return error_response(409, "Changed meanwhile", str(conflict))
 
+    @app.errorhandler(ManagedByFile)
+    def managed_by_file(error):
+        """A change from the pages or the API to an agent a policy file manages: the file is where it changes."""
+        if is_api_request():
+            return json_error(409, str(error), managed_by=error.path)
+        return error_response(409, "Managed by a policy file", str(error))
+
     @app.errorhandler(RunConflict)
     def run_busy(error):
         if is_api_request():
@@ -269,6 +276,7 @@ TEMPLATE_NAMES = SimpleNamespace(
     ERROR=ERROR,
     STOPPED=STOPPED,
     AWAITING_CLIENT=AWAITING_CLIENT,
+    CANCELLED=CANCELLED,
     EXECUTED=EXECUTED,
     REJECTED=REJECTED,
     ALLOWED=ALLOWED,

@@ -8,7 +8,7 @@ from werkzeug.exceptions import BadRequest
 
 from blueprints import json_error
 from engine.config import ValidationError
-from services.settings import configured_names
+from services.settings import allowed_networks, configured_names
 from store import agents as agent_store
 from store import providers as provider_store
 from store import row_exists
@@ -42,7 +42,7 @@ def put_provider(provider_id):
     existed = row_exists(db, "providers", provider_id)
     save = provider_store.update_provider if existed else provider_store.create_provider
     arguments = (db, provider_id, data) if existed else (db, {**data, "id": provider_id})
-    provider = save(*arguments, configured_names("KEY_VARIABLES"))
+    provider = save(*arguments, configured_names("KEY_VARIABLES"), allowed_networks())
     return jsonify(provider), 200 if existed else 201
 
 

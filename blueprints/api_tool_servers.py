@@ -8,7 +8,7 @@ from werkzeug.exceptions import BadRequest
 
 from blueprints import json_error, json_validation_error
 from services import tool_servers as tool_server_service
-from services.settings import configured_names
+from services.settings import allowed_networks, configured_names
 from store import ValidationError, row_exists
 from store import tool_servers as tool_server_store
 from store.db import get_db
@@ -46,6 +46,7 @@ def put_tool_server(server_id):
         {**data, "id": server_id},
         create=not existed,
         key_variables=configured_names("KEY_VARIABLES"),
+        allowed_networks=allowed_networks(),
     )
     return jsonify(server), 200 if existed else 201
 

@@ -4,6 +4,10 @@ htmx request gets a 401 that static/login-redirect.js turns into the same redire
 token (`Authorization: Bearer …`, see the Tokens page) instead, and so does the policy proxy, as the API key its
 clients send (a bearer token, or `X-Api-Key`, as Anthropic's clients send it).
 
+A token limited to the proxy of named agents (store/tokens.py) is refused, with a 403 in the caller's API shape,
+anywhere but under /proxy/<one of its agents>/. The request's credential (`request_credential`) is what a kept
+response records as its creator, so that only it reads or continues that response.
+
 Sessions are kept on the server (store/sessions.py): the signed cookie only names one. Log out ends every copy of
 that cookie; a session ends after SESSION_IDLE_MINUTES without a request; and each records an HMAC of the password
 it was opened under, so changing the password ends every session.
@@ -29,7 +33,8 @@ from store.db import get_db, open_db
 bp = Blueprint("auth", __name__)
 
 SESSION_KEY = "session_id"
-OPEN_ENDPOINTS = ("auth.login", "static")
+# The schema serves editors, which hold no login; a client's probe of the proxy is answered whatever its key.
+OPEN_ENDPOINTS = ("auth.login", "static", "agents.agent_schema", "proxy_probes.probe")
 MAX_IDLE_MINUTES = 366 * 24 * 60
 # A path on this site: "/" then anything but a second slash or backslash (browsers read "//x" and "/\\x" as another
 # site), and no control character or space (a browser drops tabs and line breaks, and a header cannot hold them).
@@ -123,15 +128,34 @@ def _safe_next(target):
     return target if target and SITE_PATH.fullmatch(target) else url_for("agents.list_agents")
 
 
-def _api_token_is_valid(api_key_header=False):
-    """Whether the request carries a valid API token: as `Authorization: Bearer …`, or with `api_key_header` (the
-    policy proxy) as `X-Api-Key: …`, where Anthropic's clients send their key."""
+def _api_token(api_key_header=False):
+    """The valid API token the request carries, or None: as `Authorization: Bearer …`, or with `api_key_header`
+    (the policy proxy) as `X-Api-Key: …`, where Anthropic's clients send their key. Kept on `g` for
+    request_credential."""
     authorization = request.authorization
     if authorization is not None and authorization.type == "bearer" and authorization.token:
-        token = authorization.token
+        secret = authorization.token
     else:
-        token = request.headers.get("X-Api-Key") if api_key_header else None
-    return bool(token) and token_store.token_is_valid(get_db(), token)
+        secret = request.headers.get("X-Api-Key") if api_key_header else None
+    g.api_token = token_store.find_token(get_db(), secret) if secret else None
+    return g.api_token
+
+
+def _limited_to(token):
+    """The sentence that refuses a token limited to agents here, or None when it may go on."""
+    agents = token["agents"]
+    if not agents or (is_proxy_request() and request.path.split("/")[2] in agents):
+        return None
+    return f"This API token may only reach the policy proxy of the agent(s) {', '.join(agents)} (/proxy/<agent>/v1)."
+
+
+def request_credential():
+    """Who is asking, as a kept response records its creator: "token:<id>" for an API token; None with the login
+    off, when everything is open to everyone."""
+    if not login_enabled():
+        return None
+    token = g.get("api_token")
+    return f"token:{token['id']}" if token is not None else None
 
 
 @bp.before_app_request
@@ -139,15 +163,19 @@ def require_login():
     if not login_enabled() or request.endpoint in OPEN_ENDPOINTS:
         return None
     if is_proxy_request():  # an OpenAI or Anthropic client: its API key is the token
-        if _api_token_is_valid(api_key_header=True):
-            return None
+        token = _api_token(api_key_header=True)
+        if token is not None:
+            refusal = _limited_to(token)
+            return None if refusal is None else proxy_error(403, refusal, code="permission_denied")
         message = "The policy proxy needs an API token as the API key (see the Tokens page)."
         response, status = proxy_error(401, message, code="invalid_api_key")
         response.headers["WWW-Authenticate"] = 'Bearer realm="Toolgate policy proxy"'
         return response, status
     if is_api_request():
-        if _api_token_is_valid():
-            return None
+        token = _api_token()
+        if token is not None:
+            refusal = _limited_to(token)
+            return None if refusal is None else json_error(403, refusal, "Authorization")
         response, status = json_error(
             401, "needs an API token: send 'Authorization: Bearer <token>' (see the Tokens page)", "Authorization"
         )

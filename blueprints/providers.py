@@ -9,7 +9,7 @@ from blueprints.forms.fields import ButtonForm
 from blueprints.forms.providers import ProviderForm, provider_to_form_data
 from engine.config import machine_name
 from engine.providers import ProviderError, check_connection
-from services.settings import configured_names
+from services.settings import allowed_networks, configured_names
 from store import agents as agent_store
 from store import providers as provider_store
 from store.db import get_db
@@ -52,7 +52,9 @@ def new_provider():
     provider_id = (form.id.data or "").strip() or machine_name(form.label.data or "")
     data = form.provider_data(provider_id)
     key_variables = configured_names("KEY_VARIABLES")
-    provider, form_errors = save_posted(form, provider_store.create_provider, get_db(), data, key_variables)
+    provider, form_errors = save_posted(
+        form, provider_store.create_provider, get_db(), data, key_variables, allowed_networks()
+    )
     if provider is None:
         return _render_form(form, status=400, form_errors=form_errors)
     return done(f'Created the provider connection "{provider["label"]}". {TEST_IT}', "providers.list_providers")
@@ -68,7 +70,9 @@ def edit_provider(provider_id):
     form = ProviderForm()
     data = form.provider_data(provider_id)
     key_variables = configured_names("KEY_VARIABLES")
-    saved, form_errors = save_posted(form, provider_store.update_provider, db, provider_id, data, key_variables)
+    saved, form_errors = save_posted(
+        form, provider_store.update_provider, db, provider_id, data, key_variables, allowed_networks()
+    )
     if saved is None:
         return _render_form(form, provider=provider, status=400, form_errors=form_errors)
     return done(f'Saved the provider connection "{saved["label"]}". {TEST_IT}', "providers.list_providers")

@@ -5,7 +5,8 @@ OpenAI's API gets the agent's tool policy by changing its base URL.
 recorded); `GET …/models` lists the model it answers with. Answers and errors are in OpenAI's shapes, not the
 JSON API's — `{"error": {"message", "type", "param", "code"}}` — since the client is an OpenAI client; every
 answer that recorded a run names it in `X-Toolgate-Run`. JSON only, so the blueprint needs no CSRF token. With the
-login on, the key a client sends must be an API token (blueprints.auth).
+login on, the key a client sends must be an API token (blueprints.auth), and a kept response is read and continued
+only with the token that created it.
 """
 
 from itertools import chain
@@ -13,6 +14,7 @@ from itertools import chain
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
 
 from blueprints import log_proxy_refusal
+from blueprints.auth import request_credential
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
@@ -26,6 +28,9 @@ from store import providers as provider_store
 from store.db import get_db
 
 bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
+# The checks a client makes that its base URL answers before it starts (Claude Code sends HEAD to its base URL,
+# …/proxy/<agent id>, and to api/hello under it).
+probes = Blueprint("proxy_probes", __name__, url_prefix="/proxy/<agent_id>")
 RUN_HEADER = "X-Toolgate-Run"
 
 
@@ -52,7 +57,12 @@ def answer_in(api, agent_id):
     if not isinstance(body, dict):
         return _refused(api, 400, "The body must be a JSON object.")
     options = run_options()
-    services = {"registry": options["registry"], "environ": options["environ"], "transport": options["transport"]}
+    services = {
+        "registry": options["registry"],
+        "environ": options["environ"],
+        "transport": options["transport"],
+        "creator": request_credential(),  # a kept response is read and continued by its creator alone
+    }
     try:
         if body.get("stream") is True:
             return _streamed(api, agent_id, body, services)
@@ -122,7 +132,7 @@ def responses(agent_id):
 def response(agent_id, response_id):
     """A response the agent's proxy kept (OpenAI's `GET /responses/<id>`)."""
     try:
-        return jsonify(proxy_service.kept_response(get_db(), agent_id, response_id))
+        return jsonify(proxy_service.kept_response(get_db(), agent_id, response_id, request_credential()))
     except NotFound as error:
         return _refused(responses_api, 404, str(error), code="not_found")
 
@@ -150,11 +160,25 @@ def _default_model(db, provider_id):
         return ""
 
 
+@probes.route("/", methods=["HEAD"], strict_slashes=False)
+@probes.route("/api/hello", methods=["HEAD"])
+def probe(agent_id):
+    """Answered as an API server answers a HEAD on its base: 200, whatever the key and without looking the agent up
+    (so it tells no one which agents exist), and not logged as a refused request."""
+    return Response(status=200, mimetype="application/json")
+
+
 @bp.app_context_processor
 def proxy_helpers():
-    return {"proxy_base_url": proxy_base_url}
+    return {"proxy_base_url": proxy_base_url, "anthropic_base_url": anthropic_base_url}
 
 
 def proxy_base_url(agent_id):
     """The base URL an OpenAI client is given for the agent: …/proxy/<agent id>/v1."""
     return url_for("proxy.models", agent_id=agent_id, _external=True).removesuffix("/models")
+
+
+def anthropic_base_url(agent_id):
+    """The base URL an Anthropic client is given for the agent (ANTHROPIC_BASE_URL): …/proxy/<agent id>, since the
+    SDK and Claude Code add /v1/messages themselves."""
+    return url_for("proxy.messages", agent_id=agent_id, _external=True).removesuffix("/v1/messages")

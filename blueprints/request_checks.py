@@ -1,5 +1,10 @@
-"""Checks on what a request sends, before any view reads it: every name and value in the query string, a form or
-a JSON body must be valid Unicode text, and the JSON API takes writes in JSON only.
+"""Checks on what a request sends, before any view reads it: its address is not over-long, every name and value in
+the query string, a form or a JSON body must be valid Unicode text, and the JSON API takes writes in JSON only.
+
+An address longer than MAX_ADDRESS_BYTES is refused with a 414 in the caller's shape (the client's API's error under
+/proxy/, JSON under /api/, a page elsewhere). `make run` lets gunicorn read request lines up to its highest bounded
+limit (`--limit-request-line=8190`; 0 would read any length, and its parser copies the line anew with every read), so
+every address over this limit that gunicorn lets through is answered here, not by gunicorn's bare HTML page.
 
 Without them, werkzeug turns bytes that are not UTF-8 into U+FFFD (a multipart form) or keeps them as "%FF" (a
 URL-encoded one), so the text would be stored changed without a word; and JSON may carry a lone surrogate
@@ -20,6 +25,7 @@ from blueprints import error_response, is_api_request, json_error
 from engine.config import json_value_problem
 
 API_WRITE_METHODS = ("POST", "PUT", "PATCH")
+MAX_ADDRESS_BYTES = 8_000  # the path and the query string, as sent; below gunicorn's 8,190-byte request line
 
 
 def _refuse(field, message):
@@ -78,6 +84,19 @@ def _is_utf8(data):
     return True
 
 
+def refuse_over_long_addresses():
+    address = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI") or request.full_path
+    length = len(address.encode("latin-1", "replace"))
+    if length <= MAX_ADDRESS_BYTES:
+        return None
+    return error_response(
+        414,
+        "Address too long",
+        f"The address is {length:,} bytes long; this server takes addresses of at most {MAX_ADDRESS_BYTES:,} bytes. "
+        "Shorten it (a search, for instance) and try again.",
+    )
+
+
 def require_json_for_api_writes():
     if request.routing_exception is None and is_api_request() and request.method in API_WRITE_METHODS:
         if not request.is_json:
@@ -121,5 +140,6 @@ def _json_problem():
 
 
 def init_app(app):
+    app.before_request(refuse_over_long_addresses)
     app.before_request(require_json_for_api_writes)
     app.before_request(refuse_text_that_is_not_unicode)

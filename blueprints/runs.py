@@ -13,7 +13,7 @@ import time
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import keyset_ids_or_400, list_filters, run_charts
+from blueprints import folded_text, keyset_ids_or_400, list_filters, run_charts
 from blueprints.forms.cases import SaveCaseForm
 from blueprints.forms.fields import ButtonForm, apply_errors
 from blueprints.forms.runs import run_form
@@ -45,6 +45,10 @@ def pretty_json(value):
         except (ValueError, RecursionError):
             return value
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+bp.add_app_template_global(folded_text.text_parts, "text_parts")
+bp.add_app_template_global(folded_text.folds_whole, "folds_whole")
 
 
 @bp.app_context_processor

@@ -65,9 +65,9 @@ def accept(form, tool_name, registry, marks):
     tool_form = form.tools[tool_name].form
     tool_form.enabled.data = True
     for key, value in proposed.items():
-        field = tool_form[key]
-        field.data = value
+        field = tool_form[key]  # filled in as if the person had typed or ticked it: a text field holds text
         field.raw_data = [str(value).lower() if isinstance(value, bool) else str(value)]
+        field.process_formdata(field.raw_data)
     marks.setdefault(tool_name, set()).update(proposed)
     if not proposed:
         return f"{tool_name} is read-only by its server's hints: nothing is proposed. Nothing is saved until you save."

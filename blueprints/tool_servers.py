@@ -13,7 +13,7 @@ from blueprints.forms.tool_servers import ToolServerForm, server_to_form_data
 from engine.config import machine_name
 from engine.tools.mcp import SEPARATOR, McpTool, registry_name
 from services import tool_servers as tool_server_service
-from services.settings import configured_names, tool_registry
+from services.settings import allowed_networks, configured_names, tool_registry
 from store import tool_servers as tool_server_store
 from store.db import get_db
 from store.tool_servers import ID_MAX, REFRESH_NOTE
@@ -48,6 +48,7 @@ def _save(form, server_id, create, command=""):
         tool_server_service.save_tool_server,
         create=create,
         key_variables=configured_names("KEY_VARIABLES"),
+        allowed_networks=allowed_networks(),
     )
     return save_posted(form, save, get_db(), form.server_data(server_id, command))
 

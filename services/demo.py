@@ -353,7 +353,7 @@ def _demo_case(db, agent_id, known_tools):
 
 def load_demo(db, known_tools, replace=False):
     """Store the demo agents, the sample documents and each agent's regression case (recorded from a run of it).
-    Existing ones are kept unless `replace`.
+    Existing ones are kept unless `replace`; one a policy file manages is always kept (its file is where it changes).
 
     Returns {"agents": ids stored, "skipped_agents": ids kept, "documents": document ids stored, "cases": case ids
     stored}.
@@ -362,7 +362,7 @@ def load_demo(db, known_tools, replace=False):
     for agent in DEMO_AGENTS:
         current = None
         if agent_store.agent_exists(db, agent["id"]):
-            if not replace:
+            if not replace or agent_store.origin(db, agent["id"]):
                 skipped.append(agent["id"])
                 continue
             current = agent_store.get_agent(db, agent["id"])["revision"]

@@ -43,19 +43,22 @@ class StoredRuns:
         return run_store.continue_run(self.db, run_id, run, conversation_key, new_log)
 
 
-def answer_and_record(db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None):
+def answer_and_record(
+    db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
+):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
     engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
-    the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept; a failed
-    upstream request is a stored run with stop_reason "error" and the Exchange's `error`."""
-    config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport)
+    the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept (by `creator`,
+    the request's credential, with the login on); a failed upstream request is a stored run with stop_reason
+    "error" and the Exchange's `error`."""
+    config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
     exchange, run = serve(config, merged, request, upstream, StoredRuns(db, agent_id))
-    keep_answer(db, agent_id, api, request, exchange, run)
+    keep_answer(db, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
 
 
 def stream_and_record(
-    database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None
+    database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
     The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded (and
@@ -64,7 +67,7 @@ def stream_and_record(
     held = ExitStack()
     db = held.enter_context(pooled_db(database_url))
     try:
-        config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport)
+        config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
         streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(db, agent_id))
     except BaseException:
         held.close()
@@ -75,30 +78,31 @@ def stream_and_record(
             try:
                 yield from streamed.pieces()
             finally:
-                keep_answer(db, agent_id, api, request, streamed.live.exchange, streamed.run)
+                keep_answer(db, agent_id, api, request, streamed.live.exchange, streamed.run, creator)
 
     return request, streamed, pieces()
 
 
-def _prepared(db, agent_id, body, api, registry, environ, transport):
+def _prepared(db, agent_id, body, api, registry, environ, transport, creator):
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
-    request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id))
+    request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
     upstream = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
     return config, merged, request, upstream
 
 
-def keep_answer(db, agent_id, api, request, exchange, run):
-    """Keep what the client's API refers back to of the answer (a Responses API response), with the run it joined."""
+def keep_answer(db, agent_id, api, request, exchange, run, creator=None):
+    """Keep what the client's API refers back to of the answer (a Responses API response), with the run it joined
+    and the credential that asked (`creator`, None with the login off)."""
     kept = api.kept(exchange, request)
     if kept is not None:
-        response_store.save_response(db, agent_id, run["id"], kept)
+        response_store.save_response(db, agent_id, run["id"], kept, creator)
 
 
-def kept_response(db, agent_id, response_id):
+def kept_response(db, agent_id, response_id, creator=None):
     """A response the agent's proxy kept, as its client got it. Raises store.NotFound for an unknown agent or
-    response."""
+    response, or one another credential created (with the login on, `creator` is the request's)."""
     agent_store.get_agent(db, agent_id)
-    return response_store.get_response(db, agent_id, response_id)
+    return response_store.get_response(db, agent_id, response_id, creator)
 
 
 def _connection_of(db, provider_id):

@@ -11,6 +11,7 @@ STOP_REASON_TEXTS = {
     "content_filter": "Content filter: the provider's filter stopped the answer",
     "stopped": "Stopped by a person",
     "awaiting_client": "Waiting for the client to run its tool calls",
+    "cancelled": "Cancelled by the client: it closed its request before the answer was complete",
 }
 # A run that has not ended has no stop reason: its state says where it is. The runs list shows each stop reason's
 # short label (stop_reason_label), and a run's page that label with what it means (each text starts with it).
@@ -31,7 +32,11 @@ ERROR_PREVIEW_CHARS = 500  # of a provider's error, shown before "the rest of th
 ROUND_CAP_FORCED = "Round cap reached — forced answer without tools"
 ROUND_CAP_MESSAGE = "Round cap reached — stopped with the round cap message"
 ROUND_CAP_LABEL = "Round cap reached"
-STOP_REASON_LABELS = {"truncated": "Truncated", "content_filter": "Content filter"}
+STOP_REASON_LABELS = {
+    "truncated": "Truncated",
+    "content_filter": "Content filter",
+    "cancelled": "Cancelled by the client",
+}
 REASON_TEXTS = {
     "unknown_tool": "Unknown tool",
     "invalid_arguments": "Invalid arguments",

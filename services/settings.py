@@ -6,6 +6,7 @@ import os
 
 from flask import current_app
 
+from engine.addresses import AllowedNetworks
 from services import tool_servers as tool_server_service
 from store import providers as provider_store
 
@@ -16,6 +17,15 @@ def tool_registry():
     return tool_server_service.app_registry(current_app.config["TOOL_REGISTRY"], configured_names("KEY_VARIABLES"))
 
 
+DEFAULT_SCHEMA_URL = "http://127.0.0.1:5000/schema/agent.json"
+
+
+def schema_url():
+    """Where the policy files written point editors for their JSON Schema: TOOLGATE_SCHEMA_URL, or where `make run`
+    serves it. One address for the CLI and the pages alike, so both write the same bytes."""
+    return current_app.config.get("SCHEMA_URL") or DEFAULT_SCHEMA_URL
+
+
 def configured_names(name):
     """A config value listing names, as a list: a list already, or text separated by commas or spaces (how an
     environment variable such as TOOLGATE_ALLOWED_HOSTS gives it)."""
@@ -23,6 +33,12 @@ def configured_names(name):
     if isinstance(value, str):
         value = value.replace(",", " ").split()
     return [str(item) for item in value]
+
+
+def allowed_networks():
+    """What the operator allows besides the address rule of tool server and provider URLs (engine.addresses):
+    TOOLGATE_ALLOWED_NETWORKS, networks and host names separated by commas. create_app checks it at start-up."""
+    return AllowedNetworks.parse(configured_names("ALLOWED_NETWORKS"))
 
 
 def run_options():

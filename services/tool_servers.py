@@ -9,6 +9,7 @@ import os
 
 from flask import current_app, g
 
+from engine.addresses import NOTHING_ALLOWED
 from engine.tools.mcp import MISSING_SECRET, McpError, list_tools
 from store import ValidationError
 from store import tool_servers as tool_server_store
@@ -37,14 +38,17 @@ def secret_environ(key_variables):
     return current_app.extensions[SECRET_ENVIRON]
 
 
-def save_tool_server(db, data, *, create, key_variables=(), allow_command=False):
-    """Validate `data`, connect to the server and list its tools, then store both. A server that cannot be used is
-    a ValidationError on the field that reaches it (url or command), and nothing is stored. Editing a server that
-    runs a command may keep that command (the API sends back what it read) but never set a new one."""
+def save_tool_server(db, data, *, create, key_variables=(), allow_command=False, allowed_networks=NOTHING_ALLOWED):
+    """Validate `data` (its URL by the address rule, with what the operator allows in `allowed_networks`), connect
+    to the server and list its tools, then store both. A server that cannot be used is a ValidationError on the
+    field that reaches it (url or command), and nothing is stored. Editing a server that runs a command may keep
+    that command (the API sends back what it read) but never set a new one."""
     if not create and isinstance(data, dict) and not allow_command:
         stored = tool_server_store.get_tool_server(db, data.get("id"))
         allow_command = bool(stored["command"]) and data.get("command") == stored["command"]
-    server = tool_server_store.validate_tool_server(data, key_variables, allow_command=allow_command)
+    server = tool_server_store.validate_tool_server(
+        data, key_variables, allow_command=allow_command, allowed_networks=allowed_networks
+    )
     tools = fetch_tools(server, secret_environ(key_variables))
     return tool_server_store.save_tool_server(db, server, tools, create=create)
 

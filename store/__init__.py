@@ -15,6 +15,7 @@ from sqlalchemy import text
 from engine.config import ValidationError
 
 __all__ = [
+    "ManagedByFile",
     "NotFound",
     "RevisionConflict",
     "ValidationError",
@@ -45,6 +46,20 @@ class RevisionConflict(Exception):
         super().__init__(
             f'The agent "{agent_id}" was saved by someone else since you loaded it: it is now at revision '
             f"{current_revision}, and your save was based on revision {sent_revision}. Nothing was saved."
+        )
+
+
+class ManagedByFile(Exception):
+    """A save or delete from the pages, the API or import-agent of an agent that `flask apply` manages: its policy
+    file is where it changes. The web layer turns it into a 409 naming the file."""
+
+    def __init__(self, agent_id, path):
+        self.agent_id = agent_id
+        self.path = path
+        super().__init__(
+            f'The agent "{agent_id}" is managed by the policy file {path}: change that file and apply it '
+            f"(flask --app app apply), or hand the agent back to the pages with "
+            f"flask --app app apply --release {agent_id}. Nothing was saved."
         )
 
 

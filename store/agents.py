@@ -9,11 +9,11 @@ from sqlalchemy.exc import IntegrityError
 
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
-from . import NotFound, RevisionConflict, execute, get_row, insert_row, now, row_exists, select_rows, select_value
+from . import ManagedByFile, NotFound, RevisionConflict, execute, get_row, insert_row, now, row_exists, select_rows
 from .db import write_transaction
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
-RESERVED_IDS = ("new",)  # /agents/new is the create page
+RESERVED_IDS = ("new", "export", "import")  # /agents/new is the create page; the others, Export and Import
 REVISION_MAX = 2**63 - 1  # the largest integer SQLite stores
 
 
@@ -123,64 +123,115 @@ def save_agent(db, data, known_tools, create=None):
 
     create=None creates or replaces (the API's PUT), True only creates (an id in use is a validation error on
     `id`), False only replaces (NotFound if the agent is gone). Replacing requires `revision` to equal the
-    stored one (RevisionConflict otherwise) and increments it; a new agent starts at revision 1.
+    stored one (RevisionConflict otherwise) and increments it; a new agent starts at revision 1. An agent a policy
+    file manages is not replaced (ManagedByFile): `apply_policy` is its one writer.
     """
     agent = validate(db, data, known_tools)
-    stored_data = json.dumps({key: value for key, value in agent.items() if key not in KEPT_OUT_OF_DATA})
-    timestamp = now()
     with write_transaction(db):
-        updated = False
-        if create is not True:
-            # Compare-and-swap on the revision, under the write lock: no other save can slip in between the
-            # check and the write.
-            cursor = execute(
-                db,
-                "UPDATE agents SET label = :label, data = :data, revision = revision + 1, updated_at = :updated_at "
-                "WHERE id = :id AND revision = :revision",
-                {
-                    "label": agent["label"],
-                    "data": stored_data,
-                    "updated_at": timestamp,
-                    "id": agent["id"],
-                    "revision": agent["revision"],
-                },
-            )
-            updated = cursor.rowcount == 1
-        if not updated:
-            current = select_value(db, "SELECT revision FROM agents WHERE id = :id", {"id": agent["id"]})
-            if current is not None and create is True:
-                raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'})
-            if current is not None:
-                raise RevisionConflict(agent["id"], current, agent["revision"])
-            if create is False:
-                raise NotFound(f'No agent with id "{agent["id"]}".')
-            try:
-                insert_row(
-                    db,
-                    "agents",
-                    {
-                        "id": agent["id"],
-                        "label": agent["label"],
-                        "data": stored_data,
-                        "revision": 1,
-                        "created_at": timestamp,
-                        "updated_at": timestamp,
-                    },
-                )
-            except IntegrityError:  # created by someone else since the check above
-                raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'}) from None
-        _write_tools(db, agent)
+        _write_agent(db, agent, create)
     return get_agent(db, agent["id"])
 
 
-def delete_agent(db, agent_id, revision=None):
-    """Delete an agent and its tool rows. With `revision`, refuse (RevisionConflict) if it is not current."""
+def _write_agent(db, agent, create, origin=None):
+    """save_agent's write of a validated agent, inside the caller's transaction. `origin`: None for a save from
+    the pages, the API or the CLI, refused on a managed agent; (path, digest) for a policy file's, recorded."""
+    stored_data = json.dumps({key: value for key, value in agent.items() if key not in KEPT_OUT_OF_DATA})
+    timestamp = now()
+    origin_path, origin_digest = origin or (None, None)
+    updated = False
+    if create is not True:
+        # Compare-and-swap on the revision (and, for a save from the pages, on the agent being theirs), under the
+        # write lock: no other save can slip in between the check and the write.
+        origin_sql = ", origin_path = :origin_path, origin_digest = :origin_digest" if origin else ""
+        only_unmanaged = "" if origin else " AND origin_path IS NULL"
+        cursor = execute(
+            db,
+            f"UPDATE agents SET label = :label, data = :data, revision = revision + 1, updated_at = :updated_at"
+            f"{origin_sql} WHERE id = :id AND revision = :revision{only_unmanaged}",
+            {
+                "label": agent["label"],
+                "data": stored_data,
+                "updated_at": timestamp,
+                "origin_path": origin_path,
+                "origin_digest": origin_digest,
+                "id": agent["id"],
+                "revision": agent["revision"],
+            },
+        )
+        updated = cursor.rowcount == 1
+    if not updated:
+        current = select_rows(db, "SELECT revision, origin_path FROM agents WHERE id = :id", {"id": agent["id"]})
+        if current and create is True:
+            raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'})
+        if current and current[0]["origin_path"] is not None and origin is None:
+            raise ManagedByFile(agent["id"], current[0]["origin_path"])
+        if current:
+            raise RevisionConflict(agent["id"], current[0]["revision"], agent["revision"])
+        if create is False:
+            raise NotFound(f'No agent with id "{agent["id"]}".')
+        try:
+            insert_row(
+                db,
+                "agents",
+                {
+                    "id": agent["id"],
+                    "label": agent["label"],
+                    "data": stored_data,
+                    "revision": 1,
+                    "created_at": timestamp,
+                    "updated_at": timestamp,
+                    "origin_path": origin_path,
+                    "origin_digest": origin_digest,
+                },
+            )
+        except IntegrityError:  # created by someone else since the check above
+            raise ValidationError({"id": f'is already used by another agent ("{agent["id"]}")'}) from None
+    _write_tools(db, agent)
+
+
+def origins(db):
+    """{agent id: {"path", "digest"}} of the agents policy files manage."""
+    rows = select_rows(db, "SELECT id, origin_path, origin_digest FROM agents WHERE origin_path IS NOT NULL")
+    return {row["id"]: {"path": row["origin_path"], "digest": row["origin_digest"]} for row in rows}
+
+
+def origin(db, agent_id):
+    """{"path", "digest"} of the policy file that manages the agent, or None when the pages do."""
+    rows = select_rows(db, "SELECT origin_path, origin_digest FROM agents WHERE id = :id", {"id": agent_id})
+    if not rows or rows[0]["origin_path"] is None:
+        return None
+    return {"path": rows[0]["origin_path"], "digest": rows[0]["origin_digest"]}
+
+
+def apply_policy(db, writes, removals, releases):
+    """What `flask apply` decided, in one transaction: `writes` [(validated agent, create, (path, digest))], each
+    a compare-and-swap on the agent's `revision` as it was read; `removals` [(agent id, revision)];
+    `releases` [agent id], handed back to the pages. Raises RevisionConflict (or, for an agent created meanwhile,
+    ValidationError on `id`, or NotFound for one deleted) and then nothing is changed."""
     with write_transaction(db):
-        current = select_value(db, "SELECT revision FROM agents WHERE id = :id", {"id": agent_id})
-        if current is None:
-            raise NotFound(f'No agent with id "{agent_id}".')
-        if revision is not None and revision != current:
-            raise RevisionConflict(agent_id, current, revision)
-        for table in ("agent_tools", "agent_tool_hints"):
-            execute(db, f"DELETE FROM {table} WHERE agent_id = :agent_id", {"agent_id": agent_id})
-        execute(db, "DELETE FROM agents WHERE id = :id", {"id": agent_id})
+        for agent, create, file_origin in writes:
+            _write_agent(db, agent, create, file_origin)
+        for agent_id, revision in removals:
+            _delete(db, agent_id, revision)
+        for agent_id in releases:
+            execute(db, "UPDATE agents SET origin_path = NULL, origin_digest = NULL WHERE id = :id", {"id": agent_id})
+
+
+def delete_agent(db, agent_id, revision=None):
+    """Delete an agent and its tool rows. With `revision`, refuse (RevisionConflict) if it is not current; an
+    agent a policy file manages is refused (ManagedByFile): `flask apply --prune` removes it with its file."""
+    with write_transaction(db):
+        _delete(db, agent_id, revision, unmanaged_only=True)
+
+
+def _delete(db, agent_id, revision, unmanaged_only=False):
+    current = select_rows(db, "SELECT revision, origin_path FROM agents WHERE id = :id", {"id": agent_id})
+    if not current:
+        raise NotFound(f'No agent with id "{agent_id}".')
+    if unmanaged_only and current[0]["origin_path"] is not None:
+        raise ManagedByFile(agent_id, current[0]["origin_path"])
+    if revision is not None and revision != current[0]["revision"]:
+        raise RevisionConflict(agent_id, current[0]["revision"], revision)
+    for table in ("agent_tools", "agent_tool_hints"):
+        execute(db, f"DELETE FROM {table} WHERE agent_id = :agent_id", {"agent_id": agent_id})
+    execute(db, "DELETE FROM agents WHERE id = :id", {"id": agent_id})

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
+from engine.addresses import NOTHING_ALLOWED, url_problem
 from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
 from engine.providers import REQUEST_FIELDS
 
@@ -103,8 +104,9 @@ def key_environ(environ, key_variables=()):
     return KeyEnviron(environ, key_variables)
 
 
-def validate_provider(data, key_variables=()):
-    """A provider connection with defaults filled in; raises ValidationError naming every bad field."""
+def validate_provider(data, key_variables=(), allowed_networks=NOTHING_ALLOWED):
+    """A provider connection with defaults filled in; raises ValidationError naming every bad field. The base URL
+    must pass the address rule (engine.addresses), with what the operator allows in `allowed_networks`."""
     if not isinstance(data, dict):
         raise ValidationError({"provider": "must be a JSON object"})
     provider = {**PROVIDER_DEFAULTS, **data}
@@ -123,6 +125,8 @@ def validate_provider(data, key_variables=()):
         errors["base_url"] = "must be an http:// or https:// URL, such as https://api.openai.com/v1"
     elif len(base_url) > URL_MAX:
         errors["base_url"] = f"must be at most {URL_MAX:,} characters"
+    elif problem := url_problem(base_url, allowed_networks):
+        errors["base_url"] = problem
     api_key_env = provider["api_key_env"]
     if not isinstance(api_key_env, str) or (api_key_env and not ENV_NAME_PATTERN.match(api_key_env)):
         errors["api_key_env"] = (
@@ -169,8 +173,8 @@ def get_provider(db, provider_id):
     return _from_row(get_row(db, "providers", provider_id, f'No provider connection with id "{provider_id}".'))
 
 
-def create_provider(db, data, key_variables=()):
-    provider = validate_provider(data, key_variables)
+def create_provider(db, data, key_variables=(), allowed_networks=NOTHING_ALLOWED):
+    provider = validate_provider(data, key_variables, allowed_networks)
     with write_transaction(db):
         if row_exists(db, "providers", provider["id"]):
             raise ValidationError({"id": f'is already used by another provider connection ("{provider["id"]}")'})
@@ -178,8 +182,8 @@ def create_provider(db, data, key_variables=()):
     return get_provider(db, provider["id"])
 
 
-def update_provider(db, provider_id, data, key_variables=()):
-    provider = validate_provider({**data, "id": provider_id}, key_variables)
+def update_provider(db, provider_id, data, key_variables=(), allowed_networks=NOTHING_ALLOWED):
+    provider = validate_provider({**data, "id": provider_id}, key_variables, allowed_networks)
     with write_transaction(db):
         get_provider(db, provider_id)
         update_row(db, "providers", provider_id, _to_row(provider))

@@ -1,38 +1,60 @@
 """API tokens: named secrets that open the JSON API when the login is on. A token is shown once, when it is
 created; only its SHA-256 is stored. A random 256-bit secret needs no slow password hash: nobody can guess it from
-its digest, and the digest lets a request's token be found in one indexed lookup."""
+its digest, and the digest lets a request's token be found in one indexed lookup.
+
+A token may be limited to the proxy of named agents (`agents`, their ids): what a client app should hold, since it
+then reaches nothing else — not the JSON API, not another agent's proxy. An empty list opens everything."""
 
 import hashlib
+import json
 import secrets
 
 from sqlalchemy.exc import IntegrityError
 
 from engine.config import check_text
 
-from . import ValidationError, execute, get_row, insert_row, now, select_rows, select_value
+from . import ValidationError, execute, get_row, insert_row, now, row_exists, select_rows
 from .db import write_transaction
 
 PREFIX = "tg_"  # so a token pasted somewhere it should not be is recognisable
 NAME_MAX = 100
 HINT_LENGTH = len(PREFIX) + 4
-COLUMNS = "id, name, hint, created_at"
+COLUMNS = "id, name, hint, created_at, agents"
 
 
 def _digest(secret):
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def _check_agents(errors, db, agents):
+    if not isinstance(agents, list) or not all(isinstance(agent_id, str) for agent_id in agents):
+        errors["agents"] = "must be a list of agent ids"
+        return
+    unknown = [agent_id for agent_id in agents if not row_exists(db, "agents", agent_id)]
+    if unknown:
+        errors["agents"] = f"names no agent with the id {', '.join(unknown)}"
+
+
 def create_token(db, data):
-    """Create a token from {"name"}; returns (the token's row, the secret to show once). Raises ValidationError."""
+    """Create a token from {"name", "agents" (optional: the agents whose proxy alone it reaches)}; returns (the
+    token's row, the secret to show once). Raises ValidationError."""
     errors = {}
     if not isinstance(data, dict):
         raise ValidationError({"token": "must be a JSON object"})
     check_text(errors, data, "name", NAME_MAX, required=True)
+    agents = data.get("agents", [])
+    _check_agents(errors, db, agents)
     if errors:
         raise ValidationError(errors)
     name = data["name"].strip()
     secret = PREFIX + secrets.token_urlsafe(32)
-    row = {"name": name, "token_hash": _digest(secret), "hint": secret[:HINT_LENGTH], "created_at": now()}
+    row = {
+        "name": name,
+        "token_hash": _digest(secret),
+        "hint": secret[:HINT_LENGTH],
+        "created_at": now(),
+        "agents": json.dumps(sorted(set(agents))) if agents else None,
+    }
     try:
         with write_transaction(db):
             token_id = insert_row(db, "api_tokens", row)
@@ -41,13 +63,17 @@ def create_token(db, data):
     return get_token(db, token_id), secret
 
 
+def _from_row(row):
+    return {**row, "agents": json.loads(row["agents"]) if row["agents"] else []}
+
+
 def list_tokens(db):
-    return select_rows(db, f"SELECT {COLUMNS} FROM api_tokens ORDER BY lower(name), id")
+    return [_from_row(row) for row in select_rows(db, f"SELECT {COLUMNS} FROM api_tokens ORDER BY lower(name), id")]
 
 
 def get_token(db, token_id):
     row = get_row(db, "api_tokens", token_id, f"No API token with id {token_id}.")
-    return {key: row[key] for key in ("id", "name", "hint", "created_at")}
+    return _from_row({key: row[key] for key in COLUMNS.split(", ")})
 
 
 def revoke_token(db, token_id):
@@ -56,5 +82,7 @@ def revoke_token(db, token_id):
         execute(db, "DELETE FROM api_tokens WHERE id = :id", {"id": token_id})
 
 
-def token_is_valid(db, secret):
-    return select_value(db, "SELECT 1 FROM api_tokens WHERE token_hash = :hash", {"hash": _digest(secret)}) is not None
+def find_token(db, secret):
+    """The token (id, name, hint, created_at, agents) whose secret this is, or None."""
+    rows = select_rows(db, f"SELECT {COLUMNS} FROM api_tokens WHERE token_hash = :hash", {"hash": _digest(secret)})
+    return _from_row(rows[0]) if rows else None

@@ -15,6 +15,7 @@ import shlex
 from functools import lru_cache
 from urllib.parse import urlparse
 
+from engine.addresses import NOTHING_ALLOWED, url_problem
 from engine.config import LABEL_MAX, check_text
 from engine.tools import ToolRegistry
 from engine.tools.mcp import SEPARATOR, ServerConnection, registry_name, server_tools
@@ -86,9 +87,10 @@ def _command_problem(command):
     return None
 
 
-def validate_tool_server(data, key_variables=(), allow_command=False):
+def validate_tool_server(data, key_variables=(), allow_command=False, allowed_networks=NOTHING_ALLOWED):
     """A tool server with defaults filled in; raises ValidationError naming every bad field. Only the CLI passes
-    `allow_command`: a web form that runs commands would be a hole."""
+    `allow_command`: a web form that runs commands would be a hole. The URL must pass the address rule
+    (engine.addresses), with what the operator allows in `allowed_networks`."""
     if not isinstance(data, dict):
         raise ValidationError({"tool_server": "must be a JSON object"})
     server = {**DEFAULTS, **data}
@@ -117,6 +119,8 @@ def validate_tool_server(data, key_variables=(), allow_command=False):
             errors["url"] = "must be an http:// or https:// URL, such as http://127.0.0.1:8000/mcp"
         elif len(url) > URL_MAX:
             errors["url"] = f"must be at most {URL_MAX:,} characters"
+        elif problem := url_problem(url, allowed_networks):
+            errors["url"] = problem
     _check_headers(errors, server["headers"], key_variables)
     timeout = server["timeout"]
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= TIMEOUT_MAX:

@@ -32,13 +32,15 @@ import time
 
 import httpx2
 
-from engine.providers import ProviderError, connection_model
-from engine.round import read_completion
+from engine.providers import ProviderError, connection_model, read_completion
 from engine.scripted import ScriptedModel, scripted_reply
 from engine.types import ModelResponse, ToolCall
 
 DONE = "Done."
 # A provider connection in front of a double, for the tests that go through the openai SDK in-process.
+# More requests than any test makes of one model: a loop that never ends fails here, before the history of ever
+# longer transcripts the double keeps fills the memory (a few GB within a minute) long before the test's timeout.
+MAX_REQUESTS = 1_000
 CONNECTION = {"base_url": "http://model.test/v1", "api_key_env": "TEST_KEY", "default_model": "m", "max_retries": 0}
 ENVIRON = {"TEST_KEY": "k"}
 
@@ -174,6 +176,8 @@ class ModelDouble:
     def record(self, path, headers, body):
         """Keep one request in the history; its number (1-based)."""
         with self._lock:
+            if len(self.requests) >= MAX_REQUESTS:
+                raise AssertionError(f"the model was asked more than {MAX_REQUESTS:,} times: a loop that never ends?")
             self.requests.append({"path": path, "headers": headers, "body": body})
             self._lock.notify_all()
             return len(self.requests)

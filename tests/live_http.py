@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +26,13 @@ REQUEST_TIMEOUT = 30.0
 STOP_GRACE = 5.0
 CSRF_FIELD = re.compile(r'<input\b[^>]*name="csrf_token"[^>]*>')
 LISTENING = re.compile(r"(?:Serving on|Listening at:) (http://127\.0\.0\.1:\d+)")  # waitress, gunicorn
+
+
+def free_port():
+    """A port free on 127.0.0.1 now, for a server that must be told its port before it starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def make_run_server(host="127.0.0.1", port=0):

@@ -2,6 +2,8 @@
 thread on 127.0.0.1 (a port the system picks), with tools of every kind the tool-server feature must handle."""
 
 import asyncio
+import json
+import re
 import socket
 import threading
 import time
@@ -111,3 +113,55 @@ def live_mcp_server(server=None, wrap=None):
         yield live
     finally:
         live.stop()
+
+
+def hints_as_strings(app):
+    """Wrap an MCP server's ASGI app so that its answers carry every boolean hint as a string (`"readOnlyHint":
+    "true"`), as some servers send them: the SDK's server itself only ever sends booleans."""
+
+    async def wrapped(scope, receive, send):
+        async def rewrite(message):
+            if message["type"] == "http.response.start":
+                headers = [(name, value) for name, value in message["headers"] if name.lower() != b"content-length"]
+                message = {**message, "headers": headers}
+            elif message["type"] == "http.response.body":
+                message = {**message, "body": BOOLEAN_HINT.sub(rb'"\1":"\2"', message.get("body", b""))}
+            await send(message)
+
+        await app(scope, receive, rewrite)
+
+    return wrapped
+
+
+BOOLEAN_HINT = re.compile(rb'"(readOnlyHint|destructiveHint|idempotentHint|openWorldHint)":(true|false)')
+
+
+def handshake_then(answer):
+    """A WSGI app that answers the MCP handshake as a streamable-HTTP server with sessions does, refuses the GET
+    of an event stream and the DELETE of the session with 405 (as the specification lets it), and answers every
+    other request with `answer(request_id)`: the bytes of its JSON body."""
+
+    def app(environ, start_response):
+        if environ["REQUEST_METHOD"] != "POST":
+            start_response("405 Method Not Allowed", [("Allow", "POST")])
+            return [b""]
+        request = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)))
+        if "id" not in request:  # a notification
+            start_response("202 Accepted", [])
+            return [b""]
+        json_answer = [("Content-Type", "application/json"), ("Mcp-Session-Id", "session-1")]
+        start_response("200 OK", json_answer)
+        if request["method"] == "initialize":
+            result = {
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "odd", "version": "1.0"},
+            }
+            return [json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()]
+        return [answer(request["id"])]
+
+    return app
+
+
+def rpc_answer(request_id, **fields):
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, **fields}).encode()

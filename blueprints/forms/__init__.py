@@ -1,6 +1,6 @@
 """Flask-WTF forms, one module per area: agents, runs (and the request and tool settings both share), providers,
-tool servers, documents, cases, and the argument and client-tool parts of the agent form; `fields` holds what
-they all share.
+tool servers, documents, cases, and the argument, client-tool and tool-picker parts of the agent form; `fields`
+holds what they all share.
 
 The forms only turn posted strings into the JSON form (numbers, booleans, the parsed script) and back. Whether
 the values are acceptable is decided in one place, engine.config.validate_agent (through store.agents), whose

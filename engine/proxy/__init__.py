@@ -1,7 +1,8 @@
 """The policy proxy (SPEC §8): a client's request answered under the agent's policy, whatever API it speaks.
 
-- `request`: what a client sends, as the canonical conversation (chat-format messages and tools) and what it says
-  already happened in the current turn; the Chat Completions body is read here.
+- `request`: what a client sends, as the canonical conversation (chat-format messages and tools) and where the
+  client's current turn starts in it; the Chat Completions body is read here.
+- `turn`: the client's turn: where it starts, what happened in it, whether a request continues an earlier run.
 - `core`: the exchange — ask upstream, put each response through the round (engine.round), hide rejected rounds and
   ask again, hand the client a compliant answer (a chat completion).
 - `chat_completions`, `responses`: the APIs the proxy speaks, one module each (read, answer, stream, error shape,

@@ -1,11 +1,17 @@
 """Anthropic's Messages API, as the proxy speaks it (`POST …/v1/messages`): translated into the canonical Chat
 Completions conversation on the way in, and the gated chat completion translated back into a `message`.
 
-In: `system` becomes a system message; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a
-user's `tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
-`is_error` reads "Error: …", as the proxy's own rejections do); custom tools become function tools, and Anthropic's
-server tools (a `type` such as web_search_20250305), which a Chat Completions upstream cannot run, are left out and
-named in `left_out_tools`. The upstream takes text: an image or a document is refused, naming the block. Extended
+In: `system` becomes a system message, and so does each system message among the messages (Claude Code sends its
+environment so), in its place; an assistant's `tool_use` blocks its tool calls (the input as JSON text); a user's
+`tool_result` blocks one tool message each, in order, before the rest of its turn's text (a result flagged
+`is_error` reads "Error: …", as the proxy's own rejections do): so such a message continues the client's turn
+whatever stands beside its results (engine.proxy.turn). A tool_use in the history of a tool no longer sent is
+history like any other. Custom tools become function tools; Anthropic's server tools (a `type` such as
+web_search_20250305), which a Chat Completions upstream cannot run, are left out and named in `left_out_tools`, as
+the request's fields that ask for more than it can give are named in `left_out_fields` (the beta features a client
+announces in `anthropic-beta` ask nothing of the proxy). A user's image blocks go upstream as image parts beside
+its text, and a tool_result's images go after the results in a user message of their own (a tool message takes
+text); elsewhere (a system prompt) an image is refused, as a document is anywhere, naming the block. Extended
 thinking blocks sent back are dropped, as no Chat Completions upstream can read them.
 
 Out: a `message` with a text block, then a `tool_use` block per call (its id the upstream call's, repaired; its
@@ -41,6 +47,22 @@ ERROR_TYPES = {
     504: "timeout_error",
     529: "overloaded_error",
 }
+# The fields the proxy serves (`metadata` only describes the request); any other a client sends — extended
+# `thinking`, `context_management`, `output_config`, `top_k`, `mcp_servers`, … — asks for what a Chat Completions
+# upstream cannot give: accepted, never sent upstream, and named in `left_out_fields`.
+SERVED = (
+    "model",
+    "messages",
+    "system",
+    "max_tokens",
+    "stream",
+    "temperature",
+    "top_p",
+    "stop_sequences",
+    "tools",
+    "tool_choice",
+    "metadata",
+)
 # What read_request names in the Chat Completions body, as the client wrote it.
 CHAT_TOOL_FIELD = re.compile(r"tools\[(\d+)\]\.function\.(name|description|parameters)(.*)", re.DOTALL)
 TOOL_FIELDS = {"name": "name", "description": "description", "parameters": "input_schema"}
@@ -52,9 +74,11 @@ def read(body, stored=None):
     if not isinstance(body, dict):
         raise ValidationError({"body": "must be a JSON object (an Anthropic Messages request)"})
     tools, where, left_out = _tools(body.get("tools"))
+    left_out_fields = tuple(key for key, value in body.items() if key not in SERVED and value is not None)
+    messages, fields = _messages(body.get("messages"), _system(body.get("system")))
     chat = {
         "model": _model(body.get("model", "")),
-        "messages": [*_system(body.get("system")), *_messages(body.get("messages"))],
+        "messages": messages,
         "max_tokens": _max_tokens(body.get("max_tokens")),
         "stream": _flag(body.get("stream", False), "stream"),
         **_sampling(body),
@@ -65,8 +89,8 @@ def read(body, stored=None):
     try:
         request = read_request(chat)
     except ValidationError as error:
-        raise _as_written(error, where) from None
-    return replace(request, api=NAME, left_out_tools=tuple(left_out))
+        raise _as_written(error, where, fields) from None
+    return replace(request, api=NAME, left_out_tools=tuple(left_out), left_out_fields=left_out_fields)
 
 
 def _model(model):
@@ -133,38 +157,50 @@ def _text_block(block, where, kinds="text"):
     return text
 
 
-def _system(system):
+def _system(system, where="system"):
+    """The top-level system prompt, or a system message among the messages, as a system message (none when empty)."""
     if system is None:
         return []
-    text = _text_of_blocks(system, "system", "the system prompt")
+    text = _text_of_blocks(system, where, "the system prompt")
     return [{"role": "system", "content": text}] if text else []
 
 
-def _messages(messages):
+def _messages(messages, system):
+    """(the chat messages, after the `system` ones; {a call's or a result's id field in the chat body: the field as
+    the client wrote it})."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError({"messages": "is required: a non-empty list of user and assistant messages"})
-    chat = []
+    chat, fields = list(system), {}
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
             raise ValidationError({where: "must be an object with a role and a content"})
         role, content = message.get("role"), message.get("content")
-        if role not in ("user", "assistant"):
-            raise ValidationError({f"{where}.role": "must be user or assistant"})
-        if isinstance(content, str):
+        if role not in ("user", "assistant", "system"):
+            raise ValidationError({f"{where}.role": "must be user, assistant or system"})
+        if role == "system":
+            chat.extend(_system(content, f"{where}.content"))
+        elif isinstance(content, str):
             chat.append({"role": role, "content": content})
         elif not isinstance(content, list) or not (content or role == "assistant"):
             raise ValidationError({f"{where}.content": "must be a string or a non-empty list of content blocks"})
         elif role == "assistant":
-            chat.append(_assistant(content, where))
+            translated, call_places = _assistant(content, where)
+            for number, place in enumerate(call_places):
+                fields[f"messages[{len(chat)}].tool_calls[{number}].id"] = f"{place}.id"
+            chat.append(translated)
         else:
-            chat.extend(_user(content, where))
-    return chat
+            for message, place in _user(content, where):
+                if place is not None:
+                    fields[f"messages[{len(chat)}].tool_call_id"] = f"{place}.tool_use_id"
+                chat.append(message)
+    return chat, fields
 
 
 def _assistant(blocks, where):
-    """An assistant turn's blocks as one chat message: its text, then its tool_use blocks as tool calls."""
-    texts, calls = [], []
+    """(an assistant turn's blocks as one chat message: its text, then its tool_use blocks as tool calls; where each
+    call's block is)."""
+    texts, calls, places = [], [], []
     for index, block in enumerate(blocks):
         block_where = f"{where}.content[{index}]"
         kind = block.get("type") if isinstance(block, dict) else None
@@ -184,38 +220,74 @@ def _assistant(blocks, where):
             raise ValidationError({f"{block_where}.input": "must be an object"})
         function = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
         calls.append({"id": call_id, "type": "function", "function": function})
+        places.append(block_where)
     message = {"role": "assistant", "content": "".join(texts)}
     if calls:
         message["tool_calls"] = calls
-    return message
+    return message, places
 
 
 def _user(blocks, where):
-    """A user turn's blocks as chat messages: a tool message per tool_result, in order, then its text (if any) as a
-    user message, one text part per block."""
-    results, parts = [], []
+    """A user turn's blocks as chat messages, each with where its tool_result block is (None for the rest): a tool
+    message per tool_result, in order, with its text; then a user message (if there is anything for one) with the
+    images of those results (a tool message takes only text), then the turn's own text and images, one part per
+    block."""
+    results, result_images, parts = [], [], []
     for index, block in enumerate(blocks):
         block_where = f"{where}.content[{index}]"
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "tool_use":
             raise ValidationError({block_where: "tool_use blocks belong in assistant messages"})
         if kind == "tool_result":
-            results.append(_tool_message(block, block_where))
+            message, images = _tool_message(block, block_where)
+            results.append((message, block_where))
+            result_images += images
+        elif kind == "image":
+            parts.append(_image_part(block, block_where))
         else:
-            parts.append({"type": "text", "text": _text_block(block, block_where, "text or tool_result")})
-    return [*results, *([{"role": "user", "content": parts}] if parts else [])]
+            parts.append({"type": "text", "text": _text_block(block, block_where, "text, image or tool_result")})
+    parts = [*result_images, *parts]
+    return [*results, *([({"role": "user", "content": parts}, None)] if parts else [])]
+
+
+def _image_part(block, where):
+    """An image block (a user's, or in a tool's result) as a Chat Completions image part: its URL, or its base64
+    data as a data URL."""
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "url" and isinstance(source.get("url"), str) and source["url"]:
+        url = source["url"]
+    elif kind == "base64" and all(isinstance(source.get(key), str) and source[key] for key in ("media_type", "data")):
+        url = f"data:{source['media_type']};base64,{source['data']}"
+    else:
+        raise ValidationError(
+            {f"{where}.source": 'must be {"type": "base64", "media_type", "data"} or {"type": "url", "url"}'}
+        )
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _tool_message(block, where):
+    """(a tool_result block as a tool message: its text; its images, as image parts)."""
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str) or not call_id:
         raise ValidationError({f"{where}.tool_use_id": "is required: the id of the tool_use it answers"})
     content = block.get("content")
-    text = "" if content is None else _text_of_blocks(content, f"{where}.content", "the tool's result")
+    images = []
+    if isinstance(content, list):  # a tool's result may hold images (Claude Code's Read of a picture)
+        texts = []
+        for index, part in enumerate(content):
+            part_where = f"{where}.content[{index}]"
+            if isinstance(part, dict) and part.get("type") == "image":
+                images.append(_image_part(part, part_where))
+            else:
+                texts.append(_text_block(part, part_where, "text or image"))
+        text = "\n\n".join(texts)
+    else:
+        text = "" if content is None else _text_of_blocks(content, f"{where}.content", "the tool's result")
     is_error = _flag(block.get("is_error", False), f"{where}.is_error")
     if is_error and not text.startswith(ERROR_PREFIX):
         text = ERROR_PREFIX + text
-    return {"role": "tool", "tool_call_id": call_id, "content": text}
+    return {"role": "tool", "tool_call_id": call_id, "content": text}, images
 
 
 def _tools(tools):
@@ -274,16 +346,17 @@ def _tool_choice(choice, names):
     return fields
 
 
-def _as_written(error, where):
-    """A ValidationError of the chat body, its field named as in the client's body."""
-    fields = {}
+def _as_written(error, where, fields):
+    """A ValidationError of the chat body, its field named as in the client's body: `where` each function tool was
+    in its tools, `fields` the client's field of each call's and result's id."""
+    written = {}
     for field, message in error.errors.items():
         match = CHAT_TOOL_FIELD.fullmatch(field)
         if match:
             index, name, rest = match.groups()
             field = f"{where[int(index)]}.{TOOL_FIELDS[name]}{rest}"
-        fields[field] = message
-    return ValidationError(fields)
+        written[fields.get(field, field)] = message
+    return ValidationError(written)
 
 
 def answer(exchange, request):

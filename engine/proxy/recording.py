@@ -2,9 +2,10 @@
 
 A request whose conversation extends what an earlier request of the same agent got back — the same messages up to
 the assistant message the proxy answered with, then the client's tool results — continues that run: its calls
-become "run by the client" with their output, and the new request's rounds follow. A request that adds a user
-message starts the next run of the conversation (a run is one user message driven to an answer), linked to the
-one it continues. Anything else starts a new run.
+become "run by the client" with their output, and the new request's rounds follow. A request whose turn starts
+after that answer (engine.proxy.turn: a step with the user's input and no result) starts the next run of the
+conversation (a run is one user message driven to an answer), linked to the one it continues. Anything else starts
+a new run.
 
 The run keeps every message sent upstream, hidden rounds included; `conversation` says how much of it stands for
 what the client has seen (`key`, a digest of the client's view) so the next request can find it and put the rounds
@@ -75,11 +76,6 @@ class ClientConversation:
         return digest.hexdigest()
 
 
-def starts_a_turn(messages, length):
-    """Whether the messages after the first `length` bring a new user message."""
-    return any(message["role"] == "user" for message in messages[length:])
-
-
 def restored_history(stored, messages, length):
     """What to send upstream: the stored run's conversation as the model saw it (with the rounds the client never
     saw), then the client's messages after the first `length` — but a tool message for a call id the restored part
@@ -144,6 +140,7 @@ def new_run(agent, exchange, conversation, duration_ms, request, opening_length,
         "api": request.api,
         "client": {"tools": list(request.tools), "opening_length": opening_length},
         **({"left_out_tools": list(request.left_out_tools)} if request.left_out_tools else {}),
+        **({"left_out_fields": list(request.left_out_fields)} if request.left_out_fields else {}),
     }
 
 

@@ -1,22 +1,16 @@
-"""What a client sends the policy proxy: an OpenAI chat-completions body, checked, and what its conversation says
-already happened in the current turn.
-
-The proxy keeps no state per conversation to be correct: the rounds used, the calls per tool and the identical
-calls are counted from the messages the client sends, from its last user message on (each user message starts a
-turn, as each starts a run of the loop). A call counts as run when a tool message answers its id.
+"""What a client sends the policy proxy: an OpenAI chat-completions body, checked, as the canonical conversation
+every API is translated into, with where the client's current turn starts in it (engine.proxy.turn).
 """
 
 import json
-from collections import Counter
 from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from ..config import TOOL_NAME_PATTERN, ValidationError
-from ..gate import identical_call_key
-from ..types import ToolCall
 from .client_tools import ANY_OBJECT, client_tool
+from .turn import turn_start
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 # Asked of the upstream by the proxy itself, or answered by it: never passed through as the client sent them.
@@ -24,6 +18,7 @@ OWN_FIELDS = ("model", "messages", "tools", "stream", "stream_options", "n")
 
 
 CHAT_COMPLETIONS = "chat_completions"
+UNANSWERED = "has no result: each call needs exactly one before the conversation goes on"
 
 
 @dataclass(frozen=True)
@@ -39,16 +34,8 @@ class ProxyRequest:
     passthrough: dict  # every other field (temperature, tool_choice, …), sent upstream as it is
     api: str = CHAT_COMPLETIONS  # the API the client spoke: chat_completions, responses or messages
     left_out_tools: tuple = ()  # tools the client sent that the upstream cannot run (hosted tools), by type or name
-
-
-@dataclass(frozen=True)
-class Turn:
-    """What the client's conversation says happened since its last user message."""
-
-    rounds_used: int  # assistant messages with tool calls
-    calls_so_far: Counter  # calls per tool answered by a tool message: they ran on the client
-    identical_so_far: Counter  # the same per gate.identical_call_key
-    message: str  # the last user message's text ("" when there is none)
+    left_out_fields: tuple = ()  # fields of the client's body that ask for what the upstream cannot give, by name
+    turn_start: int = 0  # the index in `messages` where the client's current turn starts (engine.proxy.turn)
 
 
 def read_request(body):
@@ -61,6 +48,7 @@ def read_request(body):
         raise ValidationError({"messages": "is required: a non-empty list of chat messages"})
     for index, message in enumerate(messages):
         _check_message(message, f"messages[{index}]")
+    _check_results(messages)
     tools = body.get("tools", [])
     if tools is None:
         tools = []
@@ -92,6 +80,7 @@ def read_request(body):
         stream=stream,
         include_usage=stream and options.get("include_usage") is True,
         passthrough={key: value for key, value in body.items() if key not in OWN_FIELDS},
+        turn_start=turn_start(messages),
     )
 
 
@@ -117,6 +106,32 @@ def _check_message(message, where):
             raise ValidationError({call_where: 'needs {"id", "type": "function", "function": {"name", "arguments"}}'})
         if not isinstance(call.get("id"), str):
             raise ValidationError({f"{call_where}.id": "is required"})
+
+
+def _check_results(messages):
+    """ValidationError naming the field unless the conversation's tool results answer its calls exactly once: each
+    call has an id of its own, each tool message answers a call made before it that has no result yet, and every call
+    of an assistant message is answered before the next user or assistant message (system messages may stand
+    between). Only the conversation's last assistant message may still wait for its results: nothing follows it."""
+    calls, waiting = set(), {}  # every call id so far; the ids still without a result -> where each was made
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role in ("user", "assistant") and waiting:
+            raise ValidationError({next(iter(waiting.values())): UNANSWERED})
+        if role == "assistant":
+            for number, call in enumerate(message.get("tool_calls") or []):
+                where = f"messages[{index}].tool_calls[{number}].id"
+                if call["id"] in calls:
+                    raise ValidationError({where: "is the id of an earlier call too: each call needs an id of its own"})
+                calls.add(call["id"])
+                waiting[call["id"]] = where
+        elif role == "tool" and waiting.pop(message["tool_call_id"], None) is None:
+            where = f"messages[{index}].tool_call_id"
+            if message["tool_call_id"] in calls:
+                raise ValidationError({where: "answers a call that already has its result: each call takes one"})
+            raise ValidationError({where: "answers no call: no call before it has this id"})
+    if waiting and messages[-1]["role"] != "assistant":
+        raise ValidationError({next(iter(waiting.values())): UNANSWERED})
 
 
 def _declared_tool(tool, where):
@@ -153,36 +168,3 @@ def _checked_schema(parameters, where):
     if len(_checked_schemas) >= SCHEMAS_KEPT:
         _checked_schemas.clear()
     return _checked_schemas.setdefault(key, parameters)
-
-
-def text_of(content):
-    """A message's content as text: a string, or the joined text of its content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
-def current_turn(messages):
-    """The Turn of the conversation since its last user message."""
-    last_user = max((index for index, message in enumerate(messages) if message["role"] == "user"), default=-1)
-    turn = messages[last_user + 1 :]
-    answered = {message["tool_call_id"] for message in turn if message["role"] == "tool"}
-    rounds, calls, identical = 0, Counter(), Counter()
-    for message in turn:
-        if message["role"] != "assistant" or not message.get("tool_calls"):
-            continue
-        rounds += 1
-        for data in message["tool_calls"]:
-            if data["id"] not in answered:
-                continue
-            name = data["function"]["name"]
-            calls[name] += 1
-            arguments, error = ToolCall(data["id"], name, data["function"].get("arguments", "")).parsed_arguments()
-            if error is None:
-                identical[identical_call_key(name, arguments)] += 1
-    message = text_of(messages[last_user].get("content")) if last_user >= 0 else ""
-    return Turn(rounds, calls, identical, message)

@@ -2,11 +2,12 @@
 Completions conversation and back, as LiteLLM's Responses bridge serves providers that only have Chat Completions.
 
 `read` turns `input` (a string, or message, function_call, function_call_output and item_reference items) and
-`instructions` into chat messages, function tools into chat tools, and leaves out the hosted tools an upstream
-cannot run through Chat Completions (web_search, file_search, mcp, …), naming them in `left_out_tools`. Items
-referred to by `item_reference` and the conversation of `previous_response_id` come from the responses the proxy
-kept (`stored`, handed in: this module opens no database), so a conversation continued that way reads exactly as
-the one its earlier request recorded, and joins its run.
+`instructions` into chat messages (the images of an output after the outputs, as a user message: a tool message
+takes text), function tools into chat tools, and leaves out the hosted tools an upstream cannot run through Chat
+Completions (web_search, file_search, mcp, …), naming them in `left_out_tools`. Items referred to by
+`item_reference` and the conversation of `previous_response_id` come from the responses the proxy kept (`stored`,
+handed in: this module opens no database), so a conversation continued that way reads exactly as the one its
+earlier request recorded, and joins its run.
 
 `stream` turns the answer's pieces into the Responses events, whether the pieces arrive live or are cut from a
 finished answer; `answer` is the response the last of those events carries, so both say the same. `kept` is what
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from ..config import TOOL_NAME_PATTERN, ValidationError
 from . import chat_completions
 from .request import ProxyRequest, read_request
-from .stream import Call, End, Start, Text, pieces_of, server_sent_events
+from .stream import Call, End, Failure, Start, Text, pieces_of, server_sent_events
 
 NAME = "responses"
 ROLES = ("user", "system", "developer", "assistant")
@@ -49,6 +50,7 @@ ECHOED = {
     "user": None,
 }
 INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}  # finish reason -> why
+FAILED = {429: "rate_limit_exceeded"}  # an upstream's status -> the code of the failed response's error
 
 
 @dataclass(frozen=True)
@@ -82,11 +84,14 @@ def read(body, stored=None):
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise ValidationError({"instructions": "must be a string"})
-    items = [*_previous_items(body, stored), *_input_items(body, stored)]
+    previous, given = _previous_items(body, stored), _input_items(body, stored)
+    items = [*previous, *(item for item, _ in given)]
+    call_fields = ["previous_response_id"] * len(previous) + [field for _, field in given]
     tools, tool_places, left_out, namespaced = _chat_tools(body.get("tools"))
+    messages, sources = chat_messages(items, instructions)
     chat = {
         "model": body.get("model", ""),
-        "messages": chat_messages(items, instructions),
+        "messages": messages,
         "tools": tools,
         "stream": body.get("stream", False),
         **_settings(body),
@@ -94,7 +99,8 @@ def read(body, stored=None):
     try:
         request = read_request(chat)
     except ValidationError as error:
-        raise _named_as_sent(error, tool_places) from None
+        as_sent = {field: call_fields[index] for field, index in sources.items()}
+        raise _named_as_sent(error, tool_places, as_sent) from None
     store = body.get("store", True)
     if not isinstance(store, bool):
         raise ValidationError({"store": "must be true or false"})
@@ -131,18 +137,25 @@ def _previous_items(body, stored):
 
 
 def _input_items(body, stored):
-    """`input` as checked items, references resolved and reasoning items dropped."""
+    """`input` as checked items, references resolved and reasoning items dropped: [(item, the client's field of its
+    call_id: `input[1].call_id`, or the `input[1].id` of a reference)]."""
     given = body.get("input")
     if isinstance(given, str):
-        return [{"type": "message", "role": "user", "content": given}]
+        return [({"type": "message", "role": "user", "content": given}, "input")]
     if given is None and body.get("previous_response_id") is None:
         raise ValidationError({"input": "is required: a string, or a list of input items"})
     if given is None:
         return []
     if not isinstance(given, list):
         raise ValidationError({"input": "must be a string, or a list of input items"})
-    items = [_item(item, f"input[{index}]", stored) for index, item in enumerate(given)]
-    return [item for item in items if item is not None]
+    items = []
+    for index, item in enumerate(given):
+        where = f"input[{index}]"
+        checked = _item(item, where, stored)
+        if checked is not None:
+            reference = isinstance(item, dict) and item.get("type") == "item_reference"
+            items.append((checked, f"{where}.id" if reference else f"{where}.call_id"))
+    return items
 
 
 def _item(item, where, stored):
@@ -164,7 +177,8 @@ def _item(item, where, stored):
     if kind == "function_call_output":
         if not isinstance(item.get("call_id"), str) or not item["call_id"]:
             raise ValidationError({f"{where}.call_id": "is required: the call_id of the function_call it answers"})
-        return {"type": kind, "call_id": item["call_id"], "output": _output_text(item.get("output"), where)}
+        text, images = _output(item.get("output"), where)
+        return {"type": kind, "call_id": item["call_id"], "output": text, **({"images": images} if images else {})}
     if kind == "item_reference":
         return _referenced_item(item, where, stored)
     if kind == "reasoning":
@@ -200,13 +214,26 @@ def _message_item(item, where):
     return {"type": "message", "role": role, "content": parts}
 
 
-def _output_text(output, where):
-    """A function_call_output's output as the text of a tool message: a string, or the text of its parts."""
+def _output(output, where):
+    """(a function_call_output's output as the text of a tool message: a string, or the text of its parts; the URLs
+    of its input_image parts: a tool's result may be a picture, as Codex's view_image and the Agents SDK's image
+    outputs are)."""
     if isinstance(output, str):
-        return output
-    if isinstance(output, list) and all(isinstance(part, dict) and part.get("type") in TEXT_PARTS for part in output):
-        return "".join(part.get("text") or "" for part in output)
-    raise ValidationError({f"{where}.output": "must be a string, or a list of input_text parts"})
+        return output, []
+    if not isinstance(output, list):
+        raise ValidationError({f"{where}.output": "must be a string, or a list of input_text and input_image parts"})
+    texts, images = [], []
+    for index, part in enumerate(output):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in TEXT_PARTS and isinstance(part.get("text") or "", str):
+            texts.append(part.get("text") or "")
+        elif kind == "input_image" and isinstance(part.get("image_url"), str) and part["image_url"]:
+            images.append(part["image_url"])
+        else:
+            raise ValidationError(
+                {f"{where}.output[{index}]": "must be an input_text part, or an input_image part with an image_url"}
+            )
+    return "".join(texts), images
 
 
 def _referenced_item(item, where, stored):
@@ -226,11 +253,16 @@ def _referenced_item(item, where, stored):
 
 
 def chat_messages(items, instructions=None):
-    """Checked items as chat messages: the instructions as a system message first; an assistant message's text and
+    """(checked items as chat messages: the instructions as a system message first; an assistant message's text and
     the function calls after it as one assistant message (as a chat completion answers); each output as a tool
-    message."""
+    message, and the images of outputs sent together as a user message after them (a tool message takes only text).
+    {a call's or an output's id field in the chat body: the index of the item it came from})."""
     messages = [{"role": "system", "content": instructions}] if instructions else []
-    for item in items:
+    sources, images = {}, []
+    for index, item in enumerate(items):
+        if images and item["type"] != "function_call_output":
+            messages.append(_images_message(images))
+            images = []
         if item["type"] == "message":
             messages.append({"role": item["role"], "content": _chat_content(item)})
         elif item["type"] == "function_call":
@@ -240,13 +272,21 @@ def chat_messages(items, instructions=None):
                 "function": {"name": _chat_name(item), "arguments": item["arguments"]},
             }
             last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant":
-                last["tool_calls"] = [*(last.get("tool_calls") or []), call]
-            else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            if last is None or last["role"] != "assistant":
+                last = {"role": "assistant", "content": None, "tool_calls": []}
+                messages.append(last)
+            last["tool_calls"] = [*(last.get("tool_calls") or []), call]
+            sources[f"messages[{len(messages) - 1}].tool_calls[{len(last['tool_calls']) - 1}].id"] = index
         else:
+            sources[f"messages[{len(messages)}].tool_call_id"] = index
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
-    return messages
+            images += item.get("images", [])
+    return [*messages, *([_images_message(images)] if images else [])], sources
+
+
+def _images_message(urls):
+    """The images of a step's outputs as the user message that follows them."""
+    return {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}} for url in urls]}
 
 
 def _chat_name(call):
@@ -380,13 +420,16 @@ def _response_format(text_format):
     raise ValidationError({"text.format": 'must be {"type": "text"}, {"type": "json_object"} or a json_schema format'})
 
 
-def _named_as_sent(error, tool_places):
-    """A ValidationError of the chat body, naming the field as the client sent it."""
+def _named_as_sent(error, tool_places, fields):
+    """A ValidationError of the chat body, naming the field as the client sent it: `tool_places` where each function
+    tool was in its tools, `fields` the client's field of each call's and output's id."""
     named = {}
     for where, message in error.errors.items():
         found = re.match(r"tools\[(\d+)\]\.function\.(.*)", where)
         if found:
             where = f"{tool_places[int(found.group(1))]}.{found.group(2)}"
+        elif where in fields:
+            where = fields[where]
         elif where.startswith("messages"):
             where = "input"
         named[where] = message
@@ -473,6 +516,15 @@ class _Output:
             response["incomplete_details"] = {"reason": reason}
         yield {"type": f"response.{status}", "response": response}
 
+    def failed(self, piece):
+        """The upstream failed mid-stream: the response fails with the error, as OpenAI's do, the text the client
+        already read kept as an incomplete message."""
+        if self.message is not None:
+            self.items.append(self._message_item("incomplete", [self._part(self.message["text"])]))
+            self.message = None
+        error = {"code": FAILED.get(piece.status, "server_error"), "message": piece.message}
+        yield {"type": "response.failed", "response": self.response("failed", error=error)}
+
     def response(self, status, **fields_):
         return {**self.head, "status": status, "output": list(self.items), **fields_}
 
@@ -504,10 +556,16 @@ def _usage(usage):
 
 
 def response_events(pieces, request):
-    """The Responses events of an answer's pieces, each with its sequence number; the last one (response.completed
-    or response.incomplete) carries the whole response."""
+    """The Responses events of an answer's pieces, each with its sequence number; the last one (response.completed,
+    response.incomplete, or response.failed when the upstream failed mid-stream) carries the whole response."""
     output = _Output(request)
-    steps = {Start: output.start, Text: lambda piece: output.text(piece.text), Call: output.call, End: output.end}
+    steps = {
+        Start: output.start,
+        Text: lambda piece: output.text(piece.text),
+        Call: output.call,
+        End: output.end,
+        Failure: output.failed,
+    }
     number = 0
     for piece in pieces:
         for event in steps[type(piece)](piece):

@@ -9,8 +9,9 @@ app's database (services.proxy), or a `RunsInMemory` for a replay.
 import time
 
 from .core import ProxyExchange, answer_request
-from .recording import ClientConversation, continued_run, new_run, restored_history, starts_a_turn
+from .recording import ClientConversation, continued_run, new_run, restored_history
 from .stream import LiveAnswer
+from .turn import continues_run
 
 
 class _Conversation:
@@ -27,7 +28,7 @@ class _Conversation:
 
     def record(self, agent, exchange, duration_ms):
         request, stored, point = self.request, self.stored, self.point
-        if stored is not None and not starts_a_turn(request.messages, point[1]):
+        if stored is not None and continues_run(request, point[1]):
             run = continued_run(stored, agent, exchange, self.digest, point[1], duration_ms)
             saved = self.runs.continue_run(stored["id"], run, point[0], exchange.log)
             if saved is not None:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 
 from .core import UpstreamError
 
-CLIENT_WENT_AWAY = "The client closed the stream before its answer was complete."
 PARAGRAPH = "\n\n"  # between the texts of two responses streamed to one client
 
 
@@ -139,7 +138,7 @@ class LiveAnswer:
     the client each text delta at once and a tool call only once its whole response has passed the gate (the proxy
     fails closed), and goes on with the next response when one was rejected and asked again. Afterwards `exchange`
     is the request's Exchange whose answer is exactly what the client received — its text, every delta it was sent
-    — or, when the client went away, how far it got."""
+    — or, when the upstream failed or the client went away (cancelled), how far it got."""
 
     def __init__(self, exchange, upstream, own_id):
         self.proxy_exchange = exchange
@@ -176,13 +175,12 @@ class LiveAnswer:
         except StopIteration as done:
             exchange = done.value
         except UpstreamError as error:
-            self.exchange = self.proxy_exchange.failed(error)
+            self.exchange = self.as_far_as_shown(self.proxy_exchange.failed(error))
             if started:
                 yield Failure(error.status, error.message)
             return
-        except GeneratorExit:  # the client went away: the run keeps the text it had been sent
-            failed = self.proxy_exchange.failed(UpstreamError(499, CLIENT_WENT_AWAY))
-            self.exchange = replace(failed, answer="".join(self.shown) or None)
+        except GeneratorExit:  # the client went away: it cancelled its request
+            self.exchange = self.as_far_as_shown(self.proxy_exchange.cancelled())
             raise
         completion = exchange.completion
         if not started:
@@ -195,6 +193,10 @@ class LiveAnswer:
         for index, call in enumerate(message.get("tool_calls") or []):
             yield Call(index, call["id"], call["function"]["name"], call["function"].get("arguments") or "")
         yield End(completion["choices"][0].get("finish_reason") or "stop", completion.get("usage"))
+
+    def as_far_as_shown(self, exchange):
+        """An exchange that ended before its answer was complete, its answer the text the client had been sent."""
+        return replace(exchange, answer="".join(self.shown) or None)
 
     def show(self, text, first):
         """Text for the client; the first text of another response than the one it read last begins a paragraph

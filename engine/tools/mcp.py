@@ -46,6 +46,11 @@ MISSING_SECRET = "missing_secret"
 # The initialize handshake, which every MCP server speaks; probing for the 2026 protocol first costs a request more
 # per connection, and its calls took ten times as long against the SDK's own server (bench/mcp.py).
 HANDSHAKE = "legacy"
+# What the answer to each request is called when a server that answered the handshake sends it broken.
+ANSWER_NAMES = {"tools/list": "tool list", "tools/call": "answer to tools/call"}
+# How the SDK reports an answer it could not read as JSON-RPC (it hands it on as a JSON-RPC parse error).
+UNREADABLE_ANSWER = ("Failed to parse JSON response:", "Failed to parse SSE message:")
+INVALID_JSON = re.compile(r"Invalid JSON: ([^\[\n]+)")
 
 
 class McpError(Exception):
@@ -133,13 +138,13 @@ def resolve_headers(headers, environ):
 
 def list_tools(connection, environ=None):
     """The server's tools as plain dicts: name, title, description, input_schema, annotations. Raises McpError."""
-    return _run(connection, environ, _list_tools)
+    return _run(connection, environ, "tools/list")
 
 
 def call_tool(connection, tool_name, arguments, environ=None):
     """`tools/call` within the server's timeout: (the result as the tool message's text, whether the server said
     isError). Raises McpError when the call could not be made or answered."""
-    text, is_error = _run(connection, environ, _call_tool, tool_name, arguments)
+    text, is_error = _run(connection, environ, "tools/call", tool_name, arguments)
     return text, is_error
 
 
@@ -195,14 +200,17 @@ def result_text(result):
     return text
 
 
-def _tool_dict(tool):
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+def _tool_dict(tool, sent):
+    """One listed tool as a plain dict. The hints are read from what the server sent (`sent`, the tool's JSON),
+    not from the SDK's model of it, which turns `"true"` into True: a hint that is not a JSON boolean is left out,
+    so it reads as MCP's default."""
+    annotations = sent.get("annotations") or {}
     return {
         "name": tool.name,
         "title": (tool.title or (tool.annotations.title if tool.annotations else "") or "")[:LABEL_MAX],
         "description": (tool.description or "")[:TOOL_DESCRIPTION_MAX],
         "input_schema": _usable_schema(tool.input_schema),
-        "annotations": {key: value for key, value in annotations.items() if key in HINTS},
+        "annotations": {key: value for key, value in annotations.items() if key in HINTS and isinstance(value, bool)},
     }
 
 
@@ -222,10 +230,18 @@ def _usable_schema(schema):
 
 
 async def _list_tools(client):
+    """Every page of `tools/list`, each read twice: as the SDK's ListToolsResult (which checks its shape) and as
+    the JSON the server sent (for the hints, see _tool_dict)."""
+    from mcp import types
+    from pydantic import TypeAdapter
+
+    as_sent = TypeAdapter(dict)
     tools, cursor = [], None
     for _page in range(100):  # a server whose pages never end cannot hang Connect
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools.extend(_tool_dict(tool) for tool in page.tools)
+        request = types.ListToolsRequest(params=types.PaginatedRequestParams(cursor=cursor))
+        sent = await client.session.send_request(request, as_sent)
+        page = types.ListToolsResult.model_validate(sent, by_name=False)
+        tools.extend(_tool_dict(tool, tool_sent) for tool, tool_sent in zip(page.tools, sent["tools"], strict=True))
         cursor = page.next_cursor
         if cursor is None or len(tools) >= TOOLS_MAX:
             break
@@ -237,12 +253,16 @@ async def _call_tool(client, tool_name, arguments):
     return result_text(result), bool(result.is_error)
 
 
-def _run(connection, environ, action, *args):
-    """Run `action(client, *args)` on a fresh connection, synchronously, within the connection's timeout. A header
-    secret the server echoes (in a result, a tool's description, an error) comes back as `[redacted]`."""
+ACTIONS = {"tools/list": _list_tools, "tools/call": _call_tool}
+
+
+def _run(connection, environ, method, *args):
+    """Send `method` (a key of ACTIONS) with `args` on a fresh connection, synchronously, within the connection's
+    timeout. A header secret the server echoes (in a result, a tool's description, an error) comes back as
+    `[redacted]`."""
     headers = resolve_headers(connection.headers, environ)
     secrets = [environ[value["env"]] for value in connection.headers.values() if isinstance(value, Mapping)]
-    coroutine = _session(connection, headers, action, *args)
+    coroutine = _session(connection, headers, method, *args)
     try:
         try:
             asyncio.get_running_loop()
@@ -262,16 +282,25 @@ def _hidden(value, secrets):
     return value
 
 
-async def _session(connection, headers, action, *args):
+async def _session(connection, headers, method, *args):
     import anyio
     import httpx2
     from mcp import Client, StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
 
-    statuses = []  # (status, content type) of each HTTP answer, to tell an MCP server from another web server
+    # (status, content type) of each answer to a POST, to tell an MCP server from another web server and to say
+    # what a broken answer was. A GET (the server's event stream) or a DELETE (the session's end) may be refused
+    # with 405 by any MCP server, so those say nothing.
+    statuses = []
+    handshake = []  # holds True once the server answered the handshake
 
     async def note_status(response):
-        statuses.append((response.status_code, response.headers.get("content-type", "")))
+        if response.request.method == "POST":
+            statuses.append((response.status_code, response.headers.get("content-type", "")))
+
+    async def act(client):
+        handshake.append(True)
+        return await ACTIONS[method](client, *args)
 
     try:
         with anyio.fail_after(connection.timeout):
@@ -279,7 +308,7 @@ async def _session(connection, headers, action, *args):
                 argv = shlex.split(connection.command)
                 stdio = StdioServerParameters(command=argv[0], args=argv[1:])
                 async with Client(stdio, cache=None, mode=HANDSHAKE) as client:
-                    return await action(client, *args)
+                    return await act(client)
             async with (
                 httpx2.AsyncClient(
                     headers=headers,
@@ -289,13 +318,13 @@ async def _session(connection, headers, action, *args):
                 ) as http,
                 Client(streamable_http_client(connection.url, http_client=http), cache=None, mode=HANDSHAKE) as client,
             ):
-                return await action(client, *args)
+                return await act(client)
     except McpError:
         raise
     except BaseException as error:  # the SDK raises groups of whatever its tasks met; name the first cause
         if not isinstance(error, Exception):
             raise
-        raise _described(connection, error, statuses) from None
+        raise _described(connection, error, statuses, method if handshake else None) from None
 
 
 @cache
@@ -312,8 +341,9 @@ def _leaves(error):
         yield error
 
 
-def _described(connection, error, statuses):
-    """The McpError that says in words what `error` (possibly a group) meant."""
+def _described(connection, error, statuses, answering=None):
+    """The McpError that says in words what `error` (possibly a group) meant; `answering` is the method the
+    server was answering once it had answered the handshake (None before)."""
     import httpx2
     from mcp import MCPError
     from pydantic import ValidationError
@@ -330,6 +360,9 @@ def _described(connection, error, statuses):
         return McpError(UNREACHABLE, f"{where} cannot be started ({_first_line(cause) or type(cause).__name__})")
     if isinstance(cause, (httpx2.TransportError, OSError)):
         return McpError(UNREACHABLE, f"{where} cannot be reached ({_first_line(cause) or type(cause).__name__})")
+    if answering is not None:
+        answer = statuses[-1] if statuses else None
+        return McpError(PROTOCOL, f"{where} answered the handshake, but {_broken_answer(answering, cause, answer)}")
     if rejected is not None and rejected in (404, 405, 406, 415):
         return McpError(NOT_MCP, f"{where} is not an MCP server (HTTP {rejected})")
     if isinstance(cause, MCPError) and connection.url and not _spoke_mcp(statuses):
@@ -343,9 +376,40 @@ def _described(connection, error, statuses):
     return McpError(PROTOCOL, f"{where} failed: {_first_line(cause) or type(cause).__name__}")
 
 
+def _broken_answer(method, cause, answer):
+    """What was wrong with a server's answer to `method` after a good handshake: `cause` is what the SDK raised,
+    `answer` the (status, content type) of the last answer to a POST (None over stdio)."""
+    from mcp import MCPError
+    from mcp.types import PARSE_ERROR
+    from pydantic import ValidationError
+
+    name = ANSWER_NAMES[method]
+    status, content_type = answer or (None, "application/json")
+    if isinstance(cause, MCPError) and cause.code == PARSE_ERROR and cause.message.startswith(UNREADABLE_ANSWER):
+        invalid = INVALID_JSON.search(cause.message)
+        if invalid:
+            return f"its {name} is not valid JSON: {invalid.group(1).strip()}"
+        return f"its {name} is not a JSON-RPC message"
+    if not _is_mcp_content(content_type):
+        if status >= 400:
+            return f"its {method} answered HTTP {status}"
+        return f"its {name} is not JSON (HTTP {status}, {content_type or 'no content type'})"
+    if isinstance(cause, MCPError):
+        return f"its {method} answered a JSON-RPC error {cause.code}: {_first_line(cause)}"
+    if isinstance(cause, ValidationError):
+        first = cause.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"its {name} does not follow the MCP protocol ({where + ': ' if where else ''}{first['msg']})"
+    return f"its {method} failed: {_first_line(cause) or type(cause).__name__}"
+
+
+def _is_mcp_content(content_type):
+    return content_type.startswith(("application/json", "text/event-stream"))
+
+
 def _spoke_mcp(statuses):
     """Whether any answer came as an MCP server sends them (JSON or an event stream)."""
-    return any(content_type.startswith(("application/json", "text/event-stream")) for _status, content_type in statuses)
+    return any(_is_mcp_content(content_type) for _status, content_type in statuses)
 
 
 def _first_line(error):

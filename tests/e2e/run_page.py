@@ -27,3 +27,8 @@ def fact(page, name):
     """The value of one of the run's facts (stop reason, rounds used, calls executed and rejected...)."""
     term = page.get_by_role("term").filter(has_text=name)
     return page.get_by_test_id("facts").locator("div").filter(has=term).get_by_role("definition")
+
+
+def run_below_its_heading(page):
+    """The run's parts below its heading, which the run page draws (an h2) and the run's own page leaves to its h1."""
+    return page.get_by_test_id("run").locator(":scope > :not(h2)")

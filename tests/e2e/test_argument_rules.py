@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.run_page import round_section, start_run
-from tests.e2e.tool_settings import tool_settings
+from tests.e2e.tool_settings import add_tool, tool_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +29,8 @@ def test_an_allow_list_and_a_hidden_forced_value_are_saved_and_found_again(page,
     page.goto("/agents/new")
     page.get_by_label("Label", exact=True).fill(f"Footer bundles {suffix}")
     expect(page.get_by_label("Machine name", exact=True)).to_have_value(agent_id)
-    tool(page, "list_bundles").get_by_label("Enable", exact=True).check()
-    tool(page, "place_component").get_by_label("Enable", exact=True).check()
+    add_tool(page, "list_bundles")
+    add_tool(page, "place_component")
 
     entity_type = argument(page, "list_bundles", "entity_type")
     expect(entity_type.get_by_label("Values")).to_have_count(0)
@@ -109,7 +109,7 @@ def test_without_javascript_a_rules_values_are_there_all_along(browser, base_url
     page = context.new_page()
     page.goto("/agents/new")
     page.get_by_label("Label", exact=True).fill(f"No script rules {suffix}")
-    tool(page, "place_component").get_by_label("Enable", exact=True).check()
+    add_tool(page, "place_component")
     region = argument(page, "place_component", "region")
     region.get_by_label("Values").fill("footer")
     region.get_by_label("Hide from the model").check()

@@ -4,7 +4,6 @@ offers Resume once it answers again, and Resume finishes the run. The app runs i
 as `make run` serves it, and is killed for real."""
 
 import json
-import socket
 from contextlib import contextmanager
 
 import httpx2
@@ -14,19 +13,13 @@ from playwright.sync_api import expect
 from tests.e2e.run_page import fact, round_section, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
 from tests.e2e.test_live_runs import ANSWER, SCRIPT, SLOW, answer_region, slow_agent
-from tests.live_http import AppProcess, make_run_server, serving
+from tests.live_http import AppProcess, free_port, make_run_server, serving
 
 pytestmark = pytest.mark.e2e
 
 LOST = ", so this page cannot tell how the run goes on. The clock is stopped; checking every few seconds whether the"
 BACK = "The server answers again. Resume to follow the run from where this page left it."
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-encoding", "content-length", "host"}
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def serve(database, log_name, port=0):

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.run_page import fact, round_section, start_run
+from tests.e2e.run_page import fact, round_section, run_below_its_heading, start_run
 from tests.e2e.slow_model import API_KEY_VARIABLE, slow_model
 from tests.live_http import MAKE_RUN, AppProcess
 
@@ -86,11 +86,11 @@ def test_the_finished_live_page_reads_as_the_run_s_permanent_page(page, new_agen
         page.goto(f"/agents/{agent_id}/run")
         start_run(page, "Which bundles does content have?")
         expect(answer_region(page)).to_contain_text(ANSWER, timeout=SLOW)
-        live = page.get_by_test_id("run").inner_text()
+        live = run_below_its_heading(page).all_inner_texts()
         page.get_by_role("link", name=re.compile(r"^Run #\d+$")).click()
         expect(page).to_have_url(re.compile(r"/runs/\d+$"))
-        # Exactly the same text, laid out by the stylesheet (inner text follows the CSS), waited for until it loads.
-        expect(page.get_by_test_id("run")).to_have_text(re.compile(f"^{re.escape(live)}$"), use_inner_text=True)
+        # The same text below the heading, laid out by the stylesheet (inner text follows the CSS), once it loads.
+        expect(run_below_its_heading(page)).to_have_text(live, use_inner_text=True)
 
 
 def test_stop_in_the_middle_of_a_step_ends_the_run_once_that_step_is_done(

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from engine import texts
-from tests.e2e.run_page import fact, round_section, run_to_the_end
+from tests.e2e.run_page import fact, round_section, run_below_its_heading, run_to_the_end
 from tests.e2e.tool_settings import tool_settings
 from tests.run_scenarios import BUNDLES_ANSWER, BUNDLES_MESSAGE, bundles_agent, mixed_script
 
@@ -154,13 +154,13 @@ def test_an_error_in_the_form_shows_beside_the_field_and_keeps_the_page(page, ag
 def test_the_permalink_renders_the_run_as_the_run_page_did_and_runs_it_again(page, agent_id):
     page.goto(f"/agents/{agent_id}/run")
     run(page)
-    rendered = page.get_by_test_id("run").inner_text()
+    rendered = run_below_its_heading(page).all_inner_texts()
     number = run_id(page)
 
     page.get_by_role("link", name=f"Run #{number}", exact=True).click()
     expect(page).to_have_url(re.compile(rf"/runs/{number}$"))
-    # Exactly the same text, laid out by the stylesheet (inner text follows the CSS), waited for until it loads.
-    expect(page.get_by_test_id("run")).to_have_text(re.compile(f"^{re.escape(rendered)}$"), use_inner_text=True)
+    # The same text below the heading, laid out by the stylesheet (inner text follows the CSS), once it loads.
+    expect(run_below_its_heading(page)).to_have_text(rendered, use_inner_text=True)
 
     page.get_by_role("button", name="Run again").click()
     expect(page).to_have_url(re.compile(rf"/runs/{number + 1}$"))

@@ -1,4 +1,4 @@
-"""A tool server's hints on the agent form, in headless Chromium, CSRF on: enabling a tool shows the settings its
+"""A tool server's hints on the agent form, in headless Chromium, CSRF on: adding a tool shows the settings its
 annotations propose, nothing is applied until the person accepts them, and nothing is saved until Save. The app
 runs on its own database here, so its tool server's tools stay off the other browser tests' forms."""
 
@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from werkzeug.serving import make_server
 
 from app import create_app
+from tests.e2e.tool_settings import add_tool
 from tests.mcp_support import live_mcp_server
 
 pytestmark = pytest.mark.e2e
@@ -39,11 +40,10 @@ def test_proposals_appear_when_a_tool_is_enabled_and_apply_only_when_accepted_an
     tool = page.get_by_role("group", name=TOOL, exact=True)
     proposal = tool.get_by_text("Proposed from the server's hints: Require approval.")
     approval = tool.get_by_label("Require approval", exact=True)
+
+    add_tool(page, TOOL)
+
     expect(tool.get_by_text("Hints from the server:")).to_contain_text("destructiveHint: true")
-    expect(proposal).to_be_hidden()
-
-    tool.get_by_label("Enable", exact=True).check()
-
     expect(proposal).to_be_visible()
     expect(approval).not_to_be_checked()  # proposed, not applied
 

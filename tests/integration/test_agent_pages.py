@@ -37,13 +37,31 @@ def test_list_shows_label_id_model_round_cap_and_marks_restricted_tools(client, 
     assert 'href="/agents/bundle_lister/edit"' in html and 'href="/agents/bundle_lister/delete"' in html
 
 
-def test_new_form_lists_every_registry_tool_with_its_description_and_settings(client):
-    html = client.get("/agents/new").get_data(as_text=True)
+def test_new_form_lists_no_tool_and_offers_every_registry_tool_in_its_picker(client):
+    response = client.get("/agents/new")
+    html, page = response.get_data(as_text=True), page_of(response)
+    assert 'data-testid="no-tools">No tools yet: the model answers without calling any.</p>' in html
     for tool in default_registry():
-        assert f'<legend id="tool-{tool.name}-name">{tool.name}</legend>' in html
-        assert f'id="tools-{tool.name}-enabled"' in html
-        assert f'id="error-message-{tool.name}"' in html
-    assert html.count("General tool settings") == len(default_registry().names())
+        assert f'<button type="submit" class="secondary small" name="add_tool" value="{tool.name}"' in html
+        assert not page.has_field(f"tools-{tool.name}-enabled")
+    assert "General tool settings" not in html
+    assert "List the bundles (sub-types) of one entity type" in html
+    assert f'Built-in <span class="muted">({len(default_registry().names())} tools)</span>' in html
+
+
+def test_adding_a_tool_brings_the_form_back_with_it_enabled_and_its_settings_and_saves_nothing(client):
+    data = agent_form_data({"label": "Adder", "id": "adder", "system_prompt": "Kept."})
+    response = client.post("/agents/new", data={**data, "add_tool": "list_bundles"})
+
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    page = page_of(response)
+    assert "Added the tool &#34;list_bundles&#34;: set its settings below, then save the agent to keep it." in html
+    assert page.checked("tools-list_bundles-enabled") and page.text("system_prompt") == "Kept."
+    assert '<input autofocus checked id="tools-list_bundles-enabled"' in html
+    assert not page.has_field("tools-list_entity_types-enabled")
+    assert 'name="add_tool" value="list_bundles"' not in html and 'name="add_tool" value="list_entity_types"' in html
+    assert html.count("General tool settings") == 1
     for label in (
         "Restrict to one call per response",
         "Multiple call error message",
@@ -53,7 +71,28 @@ def test_new_form_lists_every_registry_tool_with_its_description_and_settings(cl
         "Max calls per run",
     ):
         assert f">{label}</label>" in html
-    assert "List the bundles (sub-types) of one entity type" in html
+    assert client.get("/api/agents/adder").status_code == 404
+
+
+def test_a_tool_left_unticked_stays_on_the_form_until_it_is_saved(client, actions):
+    actions.create(label="Keeper", id="keeper", tools={"list_bundles": {}})
+    data = agent_form_data(actions.get("keeper"))
+    del data["tools-list_bundles-enabled"]  # unticked, then another tool added
+    page = page_of(client.post("/agents/keeper/edit", data={**data, "tool": "list_bundles", "add_tool": "get_layout"}))
+
+    assert page.has_field("tools-list_bundles-enabled") and not page.checked("tools-list_bundles-enabled")
+    assert page.checked("tools-get_layout-enabled")
+    assert actions.get("keeper")["tools"] == {"list_bundles": actions.get("keeper")["tools"]["list_bundles"]}
+
+    client.post("/agents/keeper/edit", data={**data, "tool": ["list_bundles", "get_layout"]})
+    assert actions.get("keeper")["tools"] == {}  # saved with both unticked
+    assert not page_of(client.get("/agents/keeper/edit")).has_field("tools-list_bundles-enabled")
+
+
+@pytest.mark.parametrize("name", ["no_such_tool", ""])
+def test_adding_a_tool_that_is_not_registered_is_refused(client, name):
+    data = agent_form_data({"label": "Adder", "id": "adder"})
+    assert client.post("/agents/new", data={**data, "add_tool": name}).status_code == 400
 
 
 def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
@@ -292,7 +331,7 @@ def test_invalid_input_is_kept_in_the_form(client):
     assert page.checked("tools-list_bundles-enabled")
     assert page.checked("tools-list_bundles-restrict_multiple_calls")
     assert page.text("tools-list_bundles-multiple_call_error_message") == "Error: mine"
-    assert not page.checked("tools-list_documents-enabled")
+    assert not page.has_field("tools-list_documents-enabled")  # in the picker, not on the form
 
 
 def test_edit_form_shows_the_stored_values(client, actions):
@@ -303,7 +342,7 @@ def test_edit_form_shows_the_stored_values(client, actions):
     assert page.checked("tools-list_bundles-enabled")
     assert page.checked("tools-list_bundles-restrict_multiple_calls")
     assert page.text("tools-list_bundles-multiple_call_error_message") == "Error: once."
-    assert not page.checked("tools-list_entity_types-enabled")
+    assert not page.has_field("tools-list_entity_types-enabled")  # in the picker, not on the form
     assert page.value("revision") == "1"
     assert not page.has_field("id")  # fixed after creation
 
@@ -443,7 +482,9 @@ def test_error_message_fragment_is_an_empty_wrapper_when_unticked(client):
 
 
 def test_the_page_carries_the_message_field_for_browsers_without_javascript(client, actions):
-    html = client.get("/agents/new").get_data(as_text=True)
+    html = client.post("/agents/new", data={**agent_form_data({"label": "New"}), "add_tool": "list_bundles"}).get_data(
+        as_text=True
+    )
     wrapper = html.split('id="error-message-list_bundles">')[1].split("</noscript>")[0]
     assert wrapper.lstrip().startswith("<noscript>")
     assert 'name="tools-list_bundles-multiple_call_error_message"' in wrapper

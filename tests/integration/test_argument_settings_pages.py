@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from engine.tools import default_registry
 from services.demo import CATALOG_PAGE
 from store import runs as run_store
 from tests.html_reader import form_fields, page_of
@@ -39,8 +40,15 @@ def argument_names(html, tool):
     return re.findall(rf'name="tools-{tool}-arguments-([a-z_]+)-action"', html)
 
 
+def form_with_every_tool(client):
+    """The new agent form with every registered tool on it (as the picker's Add buttons put them there)."""
+    names = default_registry().names()
+    data = {**agent_form_data({"label": "Every tool"}), "tool": names, "add_tool": names[0]}
+    return client.post("/agents/new", data=data).get_data(as_text=True)
+
+
 def test_the_form_lists_the_top_level_arguments_of_each_tools_schema(client):
-    html = client.get("/agents/new").get_data(as_text=True)
+    html = form_with_every_tool(client)
 
     assert argument_names(html, "list_bundles") == ["entity_type"]
     assert argument_names(html, "place_component") == ["component", "region", "below_uuid", "inside_uuid"]
@@ -145,7 +153,7 @@ def rule_fragment(client, tool, argument, **query):
 
 
 def test_choosing_a_rule_asks_for_the_fragment_that_reveals_its_values(client):
-    html = client.get("/agents/new").get_data(as_text=True)
+    html = form_with_every_tool(client)
 
     select = re.search(rf'<select[^>]*name="{ENTITY_TYPE}action"[^>]*>', html).group(0)
     assert 'hx-get="/agents/tool-settings/list_bundles/arguments/entity_type/rule"' in select

@@ -1,4 +1,5 @@
-"""The CLI: init-db, load-demo, export-agent, import-agent (the API's validation; a bad file changes nothing)."""
+"""The CLI: init-db, load-demo, export-agent, import-agent (the API's validation; a bad file changes nothing). The
+policy files' commands, export-agents and apply: test_policy_files.py."""
 
 import json
 from pathlib import Path
@@ -6,15 +7,10 @@ from pathlib import Path
 import pytest
 
 from services.demo import DEMO_AGENTS
+from services.policy_format import file_form, read_policy
 from store import migrations
 from tests.database import Database
 from tests.support import make_app
-
-
-def agent_json(runner, agent_id):
-    result = runner.invoke(args=["export-agent", agent_id])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
 
 
 def test_init_db_says_it_created_a_new_database(tmp_path):
@@ -95,9 +91,12 @@ def test_import_of_json_nested_too_deeply_is_refused_and_changes_nothing(runner,
     assert client.get("/api/agents").get_json()["agents"] == []
 
 
-def test_export_prints_the_agent_as_the_api_does(runner, client):
+def test_export_prints_the_agent_as_its_policy_file(runner, client):
     runner.invoke(args=["load-demo"])
-    assert agent_json(runner, "canvas_builder") == client.get("/api/agents/canvas_builder").get_json()
+    result = runner.invoke(args=["export-agent", "canvas_builder"])
+    assert result.exit_code == 0, result.output
+    agent = client.get("/api/agents/canvas_builder").get_json()
+    assert read_policy(result.output.encode())[0] == file_form(agent)
 
 
 def test_export_of_an_unknown_agent_fails(runner):

@@ -30,9 +30,10 @@ def post_new(client, *parts, **fields):
     return client.post("/agents/new", data=data)
 
 
-def test_the_new_agent_form_has_a_client_tools_section_with_the_proxy_address(client):
+def test_the_new_agent_forms_picker_adds_client_tools_and_gives_the_proxy_address(client):
     html = client.get("/agents/new").get_data(as_text=True)
-    assert "<legend>Client tools</legend>" in html
+    assert "<legend>Client tools</legend>" not in html  # none on the form yet
+    assert "<strong>Client tools</strong>: tools the client runs" in html
     assert 'name="new_client_tool"' in html and 'name="add_client_tool"' in html
     assert "/proxy/AGENT_ID/v1" in html
 
@@ -210,7 +211,7 @@ def test_the_run_page_of_an_agent_whose_tools_all_run_in_its_client_says_so_and_
 
     assert "This agent's tools run in its client" in html
     assert "a run from this page offers the model no tools" in html
-    assert 'Base URL <code data-testid="proxy-base-url">http://localhost/proxy/client_only/v1</code>' in html
+    assert '<code data-testid="proxy-base-url">http://localhost/proxy/client_only/v1</code>' in html
     assert "TOOLGATE_URL=http://localhost .venv/bin/python examples/proxy_client.py" in html
 
 

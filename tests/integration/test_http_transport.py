@@ -4,13 +4,12 @@ written in pieces, and the environment's HTTP proxy in between."""
 
 import gzip
 import json
-import socket
 import threading
-from contextlib import contextmanager
 
 from engine import run_agent
 from engine.providers import connection_model
 from tests.doubles import completion
+from tests.raw_http import raw_server
 
 QUESTION = "Which bundles exist?"
 ANSWER = completion("Two bundles.")
@@ -19,54 +18,6 @@ ANSWER = completion("Two bundles.")
 def _response(body, *headers):
     head = [b"HTTP/1.1 200 OK", b"Content-Type: application/json", b"Content-Length: %d" % len(body), *headers]
     return b"\r\n".join(head) + b"\r\n\r\n" + body
-
-
-def _read_request(connection):
-    """(the request's head, its body) as read from the socket; None once the client closed the connection."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = connection.recv(65536)
-        if not chunk:
-            return None
-        data += chunk
-    head, body = data.split(b"\r\n\r\n", 1)
-    length = next(
-        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
-    )
-    while len(body) < length:
-        body += connection.recv(65536)
-    return head.decode("latin-1"), body
-
-
-@contextmanager
-def raw_server(answer):
-    """A server on 127.0.0.1 that calls `answer(connection, head, body, number)` for each request it reads (number
-    counts requests across connections from 0), each connection in a thread; yields (its port, the connections
-    it accepted, the request heads)."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    accepted, heads = [], []
-
-    def serve(connection):
-        with connection:
-            while (request := _read_request(connection)) is not None:
-                heads.append(request[0])
-                if answer(connection, *request, len(heads) - 1) is False:
-                    return
-
-    def accept():
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(connection)
-            threading.Thread(target=serve, args=(connection,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield listener.getsockname()[1], accepted, heads
-    finally:
-        listener.close()
 
 
 def _model(port, connection_id, **fields):

@@ -11,17 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.html_reader import form_fields, html_of, text_of
+from tests.live_http import free_port
 from tests.support import agent_form_data, make_app
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "notes-key-for-the-walk-through"
 START_SECONDS = 20
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +87,23 @@ def test_the_readme_walk_through_with_the_notes_server(tmp_path, migrated_databa
     finished = decided.get_json()
     assert finished["rounds"][1]["calls"][0]["output"] == "Deleted n1."
     assert finished["answer"] == "Deleted the groceries note."
+
+
+def test_accepting_the_notes_servers_proposals_for_create_note_saves_max_identical_calls_1(
+    tmp_path, migrated_database, notes_url
+):
+    app = make_app(tmp_path, database_from=migrated_database, MODEL_ENVIRON={"NOTES_API_KEY": KEY})
+    client = app.test_client()
+    headers = '{"Authorization": {"env": "NOTES_API_KEY", "prefix": "Bearer "}}'
+    added = client.post("/tool-servers/new", data={"label": "Notes", "url": notes_url, "headers": headers})
+    assert added.status_code == 303
+    form = agent_form_data({"label": "Note taker", "tools": {"notes__create_note": {}}})
+
+    accepted = client.post("/agents/new", data={**form, "accept_hints": "notes__create_note"})
+
+    page = html_of(accepted, 200)
+    assert "Filled in the settings proposed for notes__create_note by its server's hints: Max identical calls 1." in (
+        text_of(page)
+    )
+    assert client.post("/agents/new", data=form_fields(page, "agent-form")).status_code == 303
+    assert client.get("/api/agents/note_taker").get_json()["tools"]["notes__create_note"]["max_identical_calls"] == 1

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from tests.mcp_support import build_test_server, live_mcp_server
+from tests.html_reader import Page, form_fields
+from tests.mcp_support import build_test_server, hints_as_strings, live_mcp_server
 from tests.support import agent_form_data
 
 SLOW_TIMEOUT = 1.0
@@ -187,8 +188,21 @@ def checkbox_is_ticked(page, name):
     return " checked" in tag
 
 
-def test_the_agent_form_groups_a_servers_tools_with_their_hints_and_proposals(client, kinds):
+KINDS_TOOLS = ["echo", "weather", "parts", "picture", "fail", "slow", "delete_record", "add_record"]
+
+
+def test_the_agent_forms_picker_offers_a_servers_tools_in_their_own_group(client, kinds):
     page = squashed(client.get("/agents/new"))
+
+    assert 'Tool server Kinds <code>kinds</code> <span class="muted">(8 tools)</span>' in page
+    for name in KINDS_TOOLS:
+        assert f'name="add_tool" value="kinds__{name}"' in page
+    assert "Tools of the tool server Kinds" not in page  # none is on the form
+
+
+def test_the_agent_form_groups_a_servers_tools_with_their_hints_and_proposals(client, kinds):
+    on_form = {"tool": [f"kinds__{name}" for name in KINDS_TOOLS], "add_tool": "kinds__echo"}
+    page = squashed(client.post("/agents/new", data={**agent_form_data({"label": "Kinds"}), **on_form}))
 
     assert "Tools of the tool server Kinds" in page
     assert "Hints from the server: <code>readOnlyHint: true</code>" in page
@@ -204,10 +218,10 @@ def test_accepting_proposals_fills_the_form_saves_nothing_and_the_saved_settings
     form = agent_form_data({"label": "Cleaner", "id": "cleaner", "tools": {"kinds__delete_record": {}}})
     approval = "tools-kinds__delete_record-require_approval"
 
-    shown = squashed(client.get("/agents/new"))
+    added = squashed(client.post("/agents/new", data={**form, "add_tool": "kinds__delete_record"}))
     accepted = client.post("/agents/new", data={**form, "accept_hints": "kinds__delete_record"})
 
-    assert not checkbox_is_ticked(shown, approval)
+    assert not checkbox_is_ticked(added, approval)
     assert accepted.status_code == 200
     page = squashed(accepted)
     assert (
@@ -260,3 +274,36 @@ def test_a_vanished_tool_is_on_the_form_only_of_an_agent_that_still_enables_it(c
     assert 'name="tools-kinds__weather-enabled"' not in client.get("/agents/new").get_data(as_text=True)
     kept = squashed(client.get("/agents/keeper/edit"))
     assert 'name="tools-kinds__weather-enabled"' in kept and "No longer listed by its tool server" in kept
+
+
+def test_accepting_max_identical_calls_fills_in_1_and_the_form_as_shown_saves_it(client, kinds):
+    form = agent_form_data({"label": "Adder", "id": "adder", "tools": {"kinds__add_record": {}}})
+
+    accepted = client.post("/agents/new", data={**form, "accept_hints": "kinds__add_record"})
+
+    assert accepted.status_code == 200
+    page = accepted.get_data(as_text=True)
+    notice = "Filled in the settings proposed for kinds__add_record by its server&#39;s hints: Max identical calls 1."
+    assert notice in squashed(accepted)
+    assert Page(page).value("tools-kinds__add_record-max_identical_calls") == "1"
+    assert "at most 1 identical calls" in squashed(accepted)  # the folded group's summary
+    saved = client.post("/agents/new", data=form_fields(page, "agent-form"))
+
+    assert saved.status_code == 303
+    assert client.get("/api/agents/adder").get_json()["tools"]["kinds__add_record"]["max_identical_calls"] == 1
+    assert "(from the server's hints)" in client.get("/agents/adder").get_data(as_text=True)
+
+
+def test_a_server_sending_its_hints_as_strings_gets_mcps_defaults_and_their_proposals(client):
+    with live_mcp_server(wrap=hints_as_strings) as server:
+        added = client.put("/api/tool-servers/kinds", json={"label": "Kinds", "url": server.url, "timeout": 10})
+        assert added.status_code == 201, added.get_json()
+        on_form = {"tool": [f"kinds__{name}" for name in KINDS_TOOLS], "add_tool": "kinds__echo"}
+
+        page = squashed(client.post("/agents/new", data={**agent_form_data({"label": "Kinds"}), **on_form}))
+
+    assert "readOnlyHint" not in page  # "true" as a string is no hint: MCP's default, not read-only
+    assert "The server's hints say read-only" not in page
+    assert (
+        page.count("Proposed from the server's hints: <strong>Require approval, Max identical calls 1</strong>.") == 8
+    )

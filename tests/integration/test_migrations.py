@@ -8,11 +8,33 @@ import sqlite_utils
 from sqlalchemy import inspect
 
 from store import legacy_migrations, migrations
+from store import tokens as token_store
 from store.db import open_db
 from tests.database import Database
 from tests.support import make_app
 
 LEGACY_STEPS = [step.name for step in legacy_migrations.migrations.pending(sqlite_utils.Database(memory=True))]
+
+# The two sqlite-utils steps main added after the legacy ones, before the store moved to Alembic (their columns are
+# now 0002_token_scope_agent_origin): a database such a version made has them recorded.
+STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION = sqlite_utils.Migrations("toolgate")
+
+
+@STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION(name="0070_token_agents_and_response_creators")
+def _token_agents_and_response_creators(db):
+    db["api_tokens"].add_column("agents", str)
+    db["responses"].add_column("creator", str)
+
+
+@STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION(name="0071_agent_origin")
+def _agent_origin(db):
+    db["agents"].add_column("origin_path", str)
+    db["agents"].add_column("origin_digest", str)
+
+
+LAST_SQLITE_UTILS_STEPS = [
+    step.name for step in STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION.pending(sqlite_utils.Database(memory=True))
+]
 BOOKKEEPING = ("_sqlite_migrations", "idx__sqlite_migrations_migration_set_name", "schema_history", "alembic_version")
 
 
@@ -35,10 +57,11 @@ def test_ci_refuses_two_heads():
     assert len(migrations.heads()) == 1, migrations.heads()
 
 
-def test_a_new_database_has_the_schema_the_legacy_steps_built(tmp_path):
+def test_a_new_database_has_the_schema_the_sqlite_utils_steps_built(tmp_path):
     new = make_app(tmp_path / "new")
     old = sqlite_utils.Database(tmp_path / "old.db")
     legacy_migrations.migrations.apply(old)
+    STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION.apply(old)
     old.close()
     assert schema(new.config["DATABASE"]) == schema(tmp_path / "old.db")
     assert new.extensions["toolgate_schema"]["applied"] == migrations.every_step()
@@ -69,6 +92,35 @@ def test_a_database_of_every_earlier_version_upgrades_in_place(tmp_path, stop_be
         agent = app.test_client().get("/api/agents/kept").get_json()
         assert agent["label"] == "Kept" and agent["revision"] == 4
     assert make_app(tmp_path).extensions["toolgate_schema"]["applied"] == []  # and the next start applies nothing
+
+
+@pytest.mark.parametrize("stop_before", [*LAST_SQLITE_UTILS_STEPS[1:], None])
+def test_a_database_that_has_the_columns_of_a_sqlite_utils_step_gets_them_once(tmp_path, stop_before):
+    """Made by a version that added some of 0002's columns with sqlite-utils steps of its own (0070 alone, or 0070
+    and 0071): those are not added again, the others are, and what the columns hold is kept."""
+    path = tmp_path / "toolgate.db"
+    old = sqlite_utils.Database(path)
+    legacy_migrations.migrations.apply(old)
+    STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION.apply(old, stop_before=stop_before)
+    old["api_tokens"].insert(
+        {"id": 7, "name": "chat app", "token_hash": "0" * 64, "hint": "tg_abcd", "created_at": "", "agents": '["kept"]'}
+    )
+    old.close()
+    recorded = (
+        LAST_SQLITE_UTILS_STEPS[: LAST_SQLITE_UTILS_STEPS.index(stop_before)]
+        if stop_before
+        else LAST_SQLITE_UTILS_STEPS
+    )
+
+    app = make_app(tmp_path)
+
+    assert app.extensions["toolgate_schema"] == {"created": False, "applied": migrations.every_step()}
+    database = Database(app.config["DATABASE_URL"])
+    assert migrations.applied_migrations(database) == [*LEGACY_STEPS, *recorded, *migrations.every_step()]
+    assert [token["agents"] for token in token_store.list_tokens(database)] == [["kept"]]
+    database.close()
+    assert schema(path) == schema(make_app(tmp_path / "fresh").config["DATABASE"])
+    assert make_app(tmp_path).extensions["toolgate_schema"]["applied"] == []
 
 
 def columns_of_every_table(url):

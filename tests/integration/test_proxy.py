@@ -386,6 +386,52 @@ def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body
     assert client.get("/api/runs").json["total"] == 0
 
 
+def called(*ids):
+    calls = [
+        {"id": call_id, "type": "function", "function": {"name": "get_layout", "arguments": "{}"}} for call_id in ids
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def result(call_id):
+    return {"role": "tool", "tool_call_id": call_id, "content": "[]"}
+
+
+@pytest.mark.parametrize(
+    ("messages", "param", "message"),
+    [
+        ([USER, called("a"), result("a"), result("z")], "messages[3].tool_call_id", "answers no call"),
+        ([USER, called("a"), result("a"), result("a")], "messages[3].tool_call_id", "already has its result"),
+        ([USER, called("a", "b"), result("a"), USER], "messages[1].tool_calls[1].id", "has no result"),
+        ([USER, called("a", "b"), result("b")], "messages[1].tool_calls[0].id", "has no result"),
+        ([USER, called("a", "a"), result("a"), result("a")], "messages[1].tool_calls[1].id", "an id of its own"),
+    ],
+    ids=["answers no call", "answers a call twice", "leaves a call unanswered", "ends unanswered", "shares an id"],
+)
+def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_sent_upstream(
+    app, client, upstream, messages, param, message
+):
+    put_agent(client, provider="upstream")
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.BadRequestError) as raised:
+        sdk.chat.completions.create(model="m", messages=messages, tools=[GET_LAYOUT])
+    assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
+    assert raised.value.body["message"].startswith(f"{param}: ") and message in raised.value.body["message"]
+    assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
+
+
+def test_calls_the_last_message_makes_and_system_messages_beside_results_are_a_conversation_like_any(
+    app, client, upstream
+):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("Fine."))] * 2
+    note = {"role": "system", "content": "The layout changed."}
+    with proxy_client(app, "canvas") as sdk:
+        for messages in ([USER, called("a"), note, result("a"), note], [USER, called("a")]):
+            answer = sdk.chat.completions.create(model="m", messages=messages, tools=[GET_LAYOUT])
+            assert answer.choices[0].message.content == "Fine."
+    assert len(upstream.bodies) == 2
+
+
 def test_a_body_that_is_not_json_and_an_unknown_agent_are_answered_in_openais_shape(app, client):
     with serving(app) as base_url, httpx2.Client(base_url=base_url) as http:
         not_json = http.post(

@@ -55,3 +55,26 @@ def test_a_request_for_another_host_is_refused_in_openais_shape(client):
         "/proxy/chat/v1/chat/completions", json={"model": "m", "messages": [USER]}, headers={"Host": "evil.example"}
     )
     assert response.status_code == 400 and "TOOLGATE_ALLOWED_HOSTS" in response.json["error"]["message"]
+
+
+# What Claude Code 2.1.197 sends before it starts (captured, tests/fixtures/clients/README.md): a HEAD to its base URL,
+# without its key; earlier releases probed api/hello under it too.
+PROBE_HEADERS = {"User-Agent": "Bun/1.4.0", "Accept": "*/*", "Accept-Encoding": "gzip, deflate, br, zstd"}
+
+
+@pytest.mark.parametrize("path", ["/proxy/chat", "/proxy/chat/", "/proxy/chat/api/hello"])
+def test_a_clients_head_probe_of_the_proxys_base_is_answered_as_an_api_server_and_not_logged(app, client, path):
+    put_chat_agent(app)
+    probe = client.head(path, headers=PROBE_HEADERS)
+    refused = client.get(path)  # what no client sends, refused and logged, so the log below is the one that would say
+    assert (probe.status_code, probe.get_data()) == (200, b"")
+    assert refused.status_code in (404, 405)
+    log = client.get("/log?agent=chat").get_data(as_text=True)
+    assert log.count(">Proxy request refused</a>") == 1
+    assert f"GET {path} was refused" in log and f"HEAD {path}" not in log
+
+
+def test_with_the_login_on_a_head_probe_needs_no_key(locked_app):
+    put_chat_agent(locked_app)
+    for path in ("/proxy/chat", "/proxy/chat/api/hello"):
+        assert locked_app.test_client().head(path, headers=PROBE_HEADERS).status_code == 200

@@ -6,9 +6,11 @@ import json
 import threading
 import time
 
+import anthropic
 import httpx2
 import pytest
 
+from tests.html_reader import text_of
 from tests.live_http import serving
 from tests.proxy_support import PLACE, RESTRICT, USER, add_upstream, proxy_client
 
@@ -16,12 +18,13 @@ WAIT = 10.0  # seconds any step may take before the test fails instead of hangin
 
 
 class HeldStream:
-    """A streaming OpenAI-compatible server that writes "Hello " at once, then waits to be released before it writes
-    the rest, word by word. `closed_early` says the proxy hung up before it had written everything."""
+    """A streaming OpenAI-compatible server that writes its opening ("Hello ") at once, then waits to be released
+    before it writes the rest, word by word. `closed_early` says the proxy hung up before it had written everything."""
 
-    def __init__(self, words=("world.",), pause=0.0):
+    def __init__(self, words=("world.",), pause=0.0, opening="Hello "):
         self.released = threading.Event()
         self.closed_early = threading.Event()
+        self.opening = opening
         self.words = words
         self.pause = pause
         self.bodies = []
@@ -41,7 +44,8 @@ class HeldStream:
 
         try:
             yield data({"role": "assistant", "content": ""})
-            yield data({"content": "Hello "})
+            if self.opening:
+                yield data({"content": self.opening})
             self.released.wait(WAIT)
             for word in self.words:
                 time.sleep(self.pause)
@@ -100,7 +104,40 @@ def test_a_client_that_goes_away_mid_stream_stops_the_upstream_request_and_the_r
                 upstream.closed_early.wait(0.05)
     [run] = runs
     stored = client.get(f"/api/runs/{run['id']}").json
-    assert stored["stop_reason"] == "error"
-    assert stored["error"] == "The client closed the stream before its answer was complete."
+    assert (stored["stop_reason"], stored["error"]) == ("cancelled", None)
     assert stored["model_requests"] == 1
     assert stored["answer"].startswith("Hello ") and not stored["answer"].endswith("word199 ")
+
+
+def test_a_request_its_client_cancels_before_the_answer_reads_cancelled_by_the_client_not_error(app, client):
+    """As Claude Code cancels the request that titles its session: a streamed Messages request, closed by the client
+    once the stream has begun and before any text came."""
+    upstream = HeldStream(words=tuple(f"word{number} " for number in range(200)), pause=0.01, opening="")
+    with serving(upstream) as url:
+        add_upstream(app, url)
+        client.put("/api/agents/canvas", json={"label": "Canvas", "provider": "upstream", "client_tools": RESTRICT})
+        with serving(app) as base_url:
+            sdk = anthropic.Anthropic(base_url=f"{base_url}/proxy/canvas", api_key="any key", max_retries=0)
+            body = {"model": "m", "max_tokens": 100, "messages": [USER]}
+            with sdk.messages.stream(**body) as stream:
+                first = next(iter(stream))
+            upstream.released.set()
+            assert upstream.closed_early.wait(WAIT), "the upstream was never told to stop"
+            runs = []
+            deadline = time.monotonic() + WAIT
+            while not runs and time.monotonic() < deadline:
+                runs = client.get("/api/runs?agent=canvas").json["runs"]
+                upstream.closed_early.wait(0.05)
+    assert first.type == "message_start"
+    [run] = runs
+    stored = client.get(f"/api/runs/{run['id']}").json
+    assert (stored["stop_reason"], stored["error"]) == ("cancelled", None)
+    assert not (stored["answer"] or "").endswith("word199 ")
+    page = text_of(client.get(f"/runs/{run['id']}"))
+    assert "Stop reason Cancelled by the client: it closed its request before the answer was complete" in page
+    assert "Error" not in page
+    listed = text_of(client.get("/runs?agent=canvas"))
+    assert "Cancelled by the client" in listed
+    filtered = client.get("/api/runs?agent=canvas&stop_reason=cancelled").json
+    assert [summary["id"] for summary in filtered["runs"]] == [run["id"]]
+    assert "could not answer" not in text_of(client.get("/log?agent=canvas"))  # no provider error logged

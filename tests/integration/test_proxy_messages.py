@@ -10,6 +10,7 @@ import anthropic
 import httpx2
 import pytest
 
+from engine import texts
 from store import agents as agent_store
 from store import tokens as token_store
 from tests.database import Database
@@ -253,6 +254,185 @@ def test_the_conversation_goes_upstream_in_chat_completions_and_forced_values_re
     assert run["left_out_tools"] == ["web_search_20250305"]
 
 
+PLACED = {"type": "tool_use", "id": "c1", "name": "place_components", "input": {"component": "hero"}}
+REMINDER = "<system-reminder>The user opened page.html in the IDE.</system-reminder>"
+
+
+SCREENSHOT = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+
+
+@pytest.mark.parametrize(
+    "beside",
+    [[], [{"type": "text", "text": "Make it blue."}], [{"type": "text", "text": REMINDER}], [SCREENSHOT]],
+    ids=["alone", "with a text block", "with a reminder", "with an image"],
+)
+def test_at_the_cap_a_tool_result_gets_the_cap_message_whatever_text_stands_beside_it(app, client, upstream, beside):
+    put_agent(client, provider="upstream", max_rounds=1, on_round_cap="message")
+    upstream.replies = [(200, completion(calls=[("c2", "place_components", {"component": "text"})]))]
+    result = {"type": "tool_result", "tool_use_id": "c1", "content": "uuid-1", "cache_control": {"type": "ephemeral"}}
+    history = [USER, {"role": "assistant", "content": [PLACED]}, {"role": "user", "content": [result, *beside]}]
+    with anthropic_client(app) as sdk:
+        raw = sdk.messages.with_raw_response.create(**ASK, messages=history)
+        message = raw.parse()
+
+    assert [block.type for block in message.content] == ["text"] and message.stop_reason == "end_turn"
+    assert message.content[0].text == texts.MAX_ROUNDS
+    assert upstream.bodies == []
+    run = client.get(f"/api/runs/{raw.headers['X-Toolgate-Run']}").json
+    assert (run["stop_reason"], run["message"], run["model_requests"]) == ("round_cap", USER["content"], 0)
+
+
+def drive_with_reminders(app, client, limit=20):
+    """A Claude Code-like client: each request after the first sends the results of every tool_use it got with a
+    reminder block beside them and a system message after them. (the messages it got, the runs they joined)."""
+    messages, got, runs = [USER], [], set()
+    with anthropic_client(app) as sdk:
+        for number in range(limit):
+            message, _, run_id = ask(sdk, client, "create", messages=messages)
+            got.append(message)
+            runs.add(run_id)
+            if message.stop_reason != "tool_use":
+                return got, runs
+            reminder = {"type": "text", "text": f"<system-reminder>Step {number} done.</system-reminder>"}
+            results = results_of(message)
+            messages += [
+                {"role": "assistant", "content": message.content},
+                {**results, "content": [*results["content"], reminder]},
+                {"role": "system", "content": "The todo list changed."},
+            ]
+    raise AssertionError("the session never ended")
+
+
+def test_a_long_session_with_reminders_beside_every_result_is_held_to_the_cap(app, client):
+    script = [{"tool_calls": [{"name": "place_components", "arguments": {"component": f"c{n}"}}]} for n in range(12)]
+    put_agent(client, max_rounds=10, on_round_cap="message", script=script)
+    got, runs = drive_with_reminders(app, client)
+
+    assert [message.stop_reason for message in got] == ["tool_use"] * 10 + ["end_turn"]
+    assert got[-1].content[0].text == texts.MAX_ROUNDS
+    [run_id] = runs
+    run = client.get(f"/api/runs/{run_id}").json
+    assert (run["stop_reason"], len(run["rounds"]), run["model_requests"]) == ("round_cap", 10, 10)
+    assert run["message"] == USER["content"]
+
+
+def test_the_per_run_limits_hold_with_reminders_beside_the_results(app, client):
+    place = [{"name": "place_components", "arguments": {"component": name}} for name in ("hero", "text", "hero")]
+    script = [{"tool_calls": [call]} for call in place] + [{"content": "Done."}]
+    put_agent(client, client_tools={"place_components": {"max_calls_per_run": 2}}, script=script)
+    got, runs = drive_with_reminders(app, client)
+
+    assert [message.stop_reason for message in got] == ["tool_use", "tool_use", "end_turn"]
+    run = client.get(f"/api/runs/{runs.pop()}").json
+    hidden = [round_ for round_ in run["rounds"] if not round_["shown_to_client"]]
+    assert [(call["reason"], call["message"]) for call in hidden[0]["calls"]] == [
+        ("call_limit", "Error: place_components may be called at most 2 times per run.")
+    ]
+    put_agent(client, client_tools={"place_components": {"max_identical_calls": 1}}, script=script)
+    got, runs = drive_with_reminders(app, client)
+    assert [message.stop_reason for message in got] == ["tool_use", "tool_use", "end_turn"]
+    hidden = [
+        round_ for round_ in client.get(f"/api/runs/{runs.pop()}").json["rounds"] if not round_["shown_to_client"]
+    ]
+    assert [call["reason"] for call in hidden[0]["calls"]] == ["repeated_call"]
+
+
+def test_a_users_images_go_upstream_as_image_parts_beside_its_text(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("A red button."))]
+    linked = {"type": "image", "source": {"type": "url", "url": "https://example.com/b.png"}}
+    said = {"role": "user", "content": [{"type": "text", "text": "What is on these?"}, SCREENSHOT, linked]}
+    with anthropic_client(app) as sdk:
+        message = sdk.messages.create(**ASK, messages=[said])
+
+    assert message.content[0].text == "A red button."
+    assert upstream.bodies[0]["messages"][-1]["content"] == [
+        {"type": "text", "text": "What is on these?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}},
+    ]
+    assert client.get("/api/runs").json["runs"][0]["message"] == "What is on these?"
+
+
+def test_the_images_of_a_tool_result_go_upstream_after_the_results_and_its_text_in_the_tool_message(
+    app, client, upstream
+):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("A login form."))]
+    read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "/src/screen.png"}}
+    result = {"type": "tool_result", "tool_use_id": "r1", "content": [{"type": "text", "text": "PNG"}, SCREENSHOT]}
+    history = [USER, {"role": "assistant", "content": [read]}, {"role": "user", "content": [result]}]
+    with anthropic_client(app) as sdk:
+        message = sdk.messages.create(**ASK, messages=history)
+
+    assert message.content[0].text == "A login form."
+    assert upstream.bodies[0]["messages"][-2:] == [
+        {"role": "tool", "tool_call_id": "r1", "content": "PNG"},
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}],
+        },
+    ]
+    assert client.get("/api/runs").json["runs"][0]["message"] == USER["content"]  # the results' turn goes on
+
+
+# The beta features Claude Code 2.1 announces (`anthropic-beta`), among them those its default models need.
+CLAUDE_CODE_BETAS = (
+    "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,"
+    "per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01"
+)
+
+
+def test_what_claude_code_sends_today_is_served_and_what_the_upstream_cannot_serve_is_recorded(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("Placed."))]
+    environment = [
+        {"type": "text", "text": "# Environment\nWorking directory: /src", "cache_control": {"type": "ephemeral"}}
+    ]
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": REMINDER}, {"type": "text", "text": "Build a page."}]},
+        {"role": "system", "content": environment},
+        # A tool of an earlier request, no longer among the tools sent (the tools changed mid-conversation).
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Glob", "input": {"pattern": "*"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "page.html"}]},
+        {"role": "system", "content": "The tools changed."},
+    ]
+    left_out = {
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        "output_config": {"effort": "high"},
+    }
+    with anthropic_client(app) as sdk:
+        raw = sdk.messages.with_raw_response.create(
+            **ASK,
+            system=[{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+            messages=history,
+            metadata={"user_id": "u-1"},
+            extra_headers={"anthropic-beta": CLAUDE_CODE_BETAS},
+            extra_body=left_out,
+        )
+        message = raw.parse()
+
+    assert message.content[0].text == "Placed." and message.stop_reason == "end_turn"
+    body = upstream.bodies[0]
+    assert [(sent["role"], sent.get("content")) for sent in body["messages"]] == [
+        ("system", "You are Claude Code."),
+        ("user", [{"type": "text", "text": REMINDER}, {"type": "text", "text": "Build a page."}]),
+        ("system", "# Environment\nWorking directory: /src"),
+        ("assistant", ""),
+        ("tool", "page.html"),
+        ("system", "The tools changed."),
+    ]
+    assert body["messages"][3]["tool_calls"][0]["function"]["name"] == "Glob"
+    assert [tool["function"]["name"] for tool in body["tools"]] == ["place_components"]
+    assert not {"thinking", "context_management", "output_config", "metadata"} & set(body)
+    run_id = raw.headers["X-Toolgate-Run"]
+    run = client.get(f"/api/runs/{run_id}").json
+    assert sorted(run["left_out_fields"]) == sorted(left_out) and run["message"] == "Build a page."
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    assert "Fields left out" in page and "<code>context_management</code>" in page
+
+
 def test_usage_and_a_cut_off_answer_read_as_anthropics(app, client, upstream):
     put_agent(client, provider="upstream")
     upstream.replies = [(200, completion("The page is half", usage=(12, 30, 42), finish_reason="length"))]
@@ -287,11 +467,22 @@ def with_result(block):
     ("body", "message"),
     [
         ({"model": "m", "messages": [USER]}, "max_tokens: is required"),
-        ({**ASK, "messages": [{"role": "system", "content": "hi"}]}, "messages[0].role: must be user or assistant"),
+        (
+            {**ASK, "messages": [{"role": "robot", "content": "hi"}]},
+            "messages[0].role: must be user, assistant or system",
+        ),
+        (
+            {**ASK, "messages": [USER, {"role": "system", "content": [{"type": "image"}]}]},
+            "messages[1].content[0]: image blocks cannot be sent",
+        ),
         (with_result({"type": "tool_result", "content": "x"}), "messages[1].content[0].tool_use_id: is required"),
         (
-            with_result({"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}),
-            "messages[1].content[0]: image blocks cannot be sent",
+            with_result({"type": "image", "source": {"type": "file", "file_id": "file_1"}}),
+            'messages[1].content[0].source: must be {"type": "base64", "media_type", "data"} or {"type": "url"',
+        ),
+        (
+            with_result({"type": "tool_result", "tool_use_id": "a", "content": [{"type": "image"}]}),
+            'messages[1].content[0].content[0].source: must be {"type": "base64", "media_type", "data"}',
         ),
         (
             with_result({"type": "tool_result", "tool_use_id": "a", "content": [{"type": "document"}]}),
@@ -315,6 +506,37 @@ def test_a_bad_body_is_a_400_in_anthropics_shape_naming_the_field(app, client, b
     assert raised.value.body["type"] == "error" and raised.value.body["error"]["type"] == "invalid_request_error"
     assert raised.value.body["error"]["message"].startswith(message)
     assert client.get("/api/runs").json["total"] == 0
+
+
+def uses(*ids):
+    blocks = [{"type": "tool_use", "id": call_id, "name": "place_components", "input": {}} for call_id in ids]
+    return {"role": "assistant", "content": blocks}
+
+
+def results(*ids, text=()):
+    blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": "uuid"} for call_id in ids]
+    return {"role": "user", "content": [*blocks, *({"type": "text", "text": said} for said in text)]}
+
+
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([USER, uses("a"), results("z")], "messages[2].content[0].tool_use_id: answers no call"),
+        ([USER, uses("a"), results("a", "a")], "messages[2].content[1].tool_use_id: answers a call that already"),
+        ([USER, uses("a", "b"), results("a", text=["Go on."])], "messages[1].content[1].id: has no result"),
+        ([USER, uses("a", "a"), results("a", "a")], "messages[1].content[1].id: is the id of an earlier call"),
+    ],
+    ids=["answers no call", "answers a call twice", "leaves a call unanswered", "shares an id"],
+)
+def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_sent_upstream(
+    app, client, upstream, messages, message
+):
+    put_agent(client, provider="upstream")
+    with anthropic_client(app) as sdk, pytest.raises(anthropic.BadRequestError) as raised:
+        sdk.messages.create(**ASK, messages=messages)
+    assert raised.value.body["type"] == "error" and raised.value.body["error"]["type"] == "invalid_request_error"
+    assert raised.value.body["error"]["message"].startswith(message)
+    assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
 
 
 def test_errors_outside_the_route_come_in_anthropics_shape_under_messages_and_openais_elsewhere(app, client):

@@ -13,6 +13,7 @@ import pytest
 import sqlite_utils
 from agents import Agent, OpenAIProvider, RunConfig, Runner, function_tool, set_tracing_disabled
 
+from engine import texts
 from store import legacy_migrations
 from tests.database import Database
 from tests.live_http import serving
@@ -472,6 +473,18 @@ def test_an_upstream_500_reaches_the_client_in_openais_shape(app, client, upstre
             "input[2].call_id",
             "is required",
         ),
+        (
+            {
+                "model": "m",
+                "input": [
+                    {"role": "user", "content": "Hi"},
+                    {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "a", "output": [{"type": "input_text", "text": 5}]},
+                ],
+            },
+            "input[2].output[0]",
+            "must be an input_text part",
+        ),
         ({"model": "m", "input": [{"type": "computer_call_output"}]}, "input[0].type", "must be message"),
         (
             {"model": "m", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
@@ -511,6 +524,103 @@ def test_a_bad_body_is_a_400_in_openais_shape_naming_the_field(app, client, body
     assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
     assert message in raised.value.body["message"]
     assert client.get("/api/runs").json["total"] == 0
+
+
+def call_item(call_id):
+    return {"type": "function_call", "call_id": call_id, "name": "place_components", "arguments": "{}"}
+
+
+def output_item(call_id):
+    return {"type": "function_call_output", "call_id": call_id, "output": "uuid"}
+
+
+@pytest.mark.parametrize(
+    ("items", "param", "message"),
+    [
+        ([ASK, output_item("z")], "input[1].call_id", "answers no call"),
+        ([ASK, call_item("a"), output_item("a"), output_item("a")], "input[3].call_id", "already has its result"),
+        ([ASK, call_item("a"), call_item("b"), output_item("a"), ASK], "input[2].call_id", "has no result"),
+        ([ASK, call_item("a"), call_item("a"), output_item("a")], "input[2].call_id", "an id of its own"),
+    ],
+    ids=["answers no call", "answers a call twice", "leaves a call unanswered", "shares an id"],
+)
+def test_tool_results_that_do_not_answer_each_call_once_are_refused_and_never_sent_upstream(
+    app, client, upstream, items, param, message
+):
+    put_agent(client, provider="upstream")
+    items = [{"role": "user", "content": item} if isinstance(item, str) else item for item in items]
+    with proxy_client(app, "canvas") as sdk, pytest.raises(openai.BadRequestError) as raised:
+        sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
+    assert raised.value.body["param"] == param and raised.value.body["type"] == "invalid_request_error"
+    assert raised.value.body["message"].startswith(f"{param}: ") and message in raised.value.body["message"]
+    assert upstream.bodies == [] and client.get("/api/runs").json["total"] == 0
+
+
+IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        [output_item("c1"), {"role": "user", "content": [IMAGE]}],
+        [{**output_item("c1"), "output": [{"type": "input_text", "text": "a.png"}, IMAGE]}],
+    ],
+    ids=["an image after the output", "an image in the output"],
+)
+def test_at_the_cap_an_output_gets_the_cap_message_with_the_image_a_tool_attached(app, client, upstream, results):
+    put_agent(client, provider="upstream", max_rounds=1, on_round_cap="message")
+    upstream.replies = [(200, completion(calls=[("c2", "place_components", {"component": "text"})]))]
+    items = [{"role": "user", "content": ASK}, call_item("c1"), *results]
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
+
+    assert response.output_text == texts.MAX_ROUNDS and calls_of(response) == []
+    assert upstream.bodies == []
+    run = client.get("/api/runs").json["runs"][0]
+    assert (run["stop_reason"], run["message"]) == ("round_cap", ASK)
+
+
+def test_the_images_of_an_output_go_upstream_after_the_outputs_and_its_text_in_the_tool_message(app, client, upstream):
+    put_agent(client, provider="upstream")
+    upstream.replies = [(200, completion("A login form."))]
+    looked = {**output_item("c1"), "output": [{"type": "input_text", "text": "a.png"}, IMAGE]}
+    items = [{"role": "user", "content": ASK}, call_item("c1"), call_item("c2"), looked, output_item("c2")]
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=items, tools=[PLACE_TOOL])
+        with pytest.raises(openai.BadRequestError) as raised:
+            file_image = {"type": "input_image", "file_id": "file_1"}
+            sdk.responses.create(model="m", input=[*items[:3], {**looked, "output": [file_image]}], tools=[PLACE_TOOL])
+
+    assert response.output_text == "A login form."
+    assert upstream.bodies[0]["messages"][-3:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "a.png"},
+        {"role": "tool", "tool_call_id": "c2", "content": "uuid"},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": IMAGE["image_url"]}}]},
+    ]
+    assert raised.value.body["param"] == "input[3].output[0]" and "with an image_url" in raised.value.body["message"]
+
+
+def test_results_are_checked_against_the_calls_of_the_response_a_request_continues(app, client):
+    put_agent(client, script=[ONE_PLACEMENT, {"content": "Done."}])
+    with proxy_client(app, "canvas") as sdk:
+        response = sdk.responses.create(model="m", input=ASK, tools=[PLACE_TOOL])
+        refused = {}
+        for name, items in (
+            ("twice", [*results_for(response), *results_for(response)]),
+            ("unanswered", [{"role": "user", "content": "Never mind."}]),
+        ):
+            with pytest.raises(openai.BadRequestError) as raised:
+                sdk.responses.create(model="m", previous_response_id=response.id, input=items, tools=[PLACE_TOOL])
+            refused[name] = raised.value.body
+        answered = sdk.responses.create(
+            model="m", previous_response_id=response.id, input=results_for(response), tools=[PLACE_TOOL]
+        )
+
+    assert calls_of(response) == [("hero", "place_components", {"component": "hero"})]
+    assert refused["twice"]["param"] == "input[1].call_id"
+    assert refused["unanswered"]["param"] == "previous_response_id"
+    assert refused["unanswered"]["message"].startswith("previous_response_id: has no result")
+    assert answered.output_text == "Done." and client.get("/api/runs").json["total"] == 1
 
 
 def test_a_request_the_proxy_cannot_serve_is_in_the_log_with_the_agent_the_path_and_the_reason(app, client):

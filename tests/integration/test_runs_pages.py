@@ -8,7 +8,7 @@ import pytest
 
 from engine import texts
 from store import runs as run_store
-from tests.html_reader import form_fields, html_of
+from tests.html_reader import form_fields, html_of, parse_html
 from tests.run_panel import read_run_panel
 from tests.run_scenarios import (
     BUNDLES_ANSWER,
@@ -45,10 +45,11 @@ def post_run(client, agent_id="bundles", message=BUNDLES_MESSAGE, headers=None, 
 
 
 def panel_markup(html):
-    """The run's markup, to compare two renderings whole: the one partial renders it everywhere."""
-    match = re.search(r'<article [^>]*data-testid="run".*?</article>', html, re.S)
+    """The run's markup below its heading, to compare two renderings whole: the one partial renders it everywhere
+    (the run's own page heads it with its h1, the run page with an h2)."""
+    match = re.search(r'<article [^>]*data-testid="run".*?(<header .*?</article>)', html, re.S)
     assert match, "no run on the page"
-    return match.group(0)
+    return match.group(1)
 
 
 def panel_of(response):
@@ -111,6 +112,23 @@ def test_run_page_permalink_and_fragment_render_the_run_identically(client, bund
     first, second = panel_markup(html_of(client.get("/runs/1"))), panel_markup(html_of(client.get("/runs/2")))
     assert full_page == first
     assert fragment == second
+
+
+def test_the_runs_own_page_names_the_run_once(client, bundles, database):
+    post_run(client)
+    page = parse_html(html_of(client.get("/runs/1"), 200))
+    headings = [element for element in page.elements() if element.tag in ("h1", "h2", "h3")]
+    created_at = run_store.get_run(database, 1)["created_at"].replace("T", " ").replace("+00:00", " UTC")
+    assert [heading.text for heading in headings if "Run #1" in heading.text] == [
+        f"Run #1 of {bundles_agent()['label']} (bundles) · {created_at}"
+    ]
+    run = next(element for element in page.elements() if element.attrs.get("data-testid") == "run")
+    assert page_heading_of(page, run) == headings[0]
+
+
+def page_heading_of(page, element):
+    """The element that names `element` (its aria-labelledby)."""
+    return next(found for found in page.elements() if found.attrs.get("id") == element.attrs["aria-labelledby"])
 
 
 def test_stop_reason_and_counts_in_words(client, bundles):

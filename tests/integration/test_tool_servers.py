@@ -11,7 +11,7 @@ import pytest
 
 from tests.bad_input_support import assert_json_error
 from tests.live_http import serving
-from tests.mcp_support import live_mcp_server
+from tests.mcp_support import handshake_then, live_mcp_server, rpc_answer
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cret-token-never-shown"
@@ -95,6 +95,22 @@ def test_a_web_server_that_is_not_an_mcp_server_is_refused_beside_the_url(client
         response = add_server(client, f"{base_url}/mcp")
     assert response.status_code == 400
     assert f"URL {base_url}/mcp is not an MCP server (Unexpected content type: text/html)." in text_of(response)
+    assert server_count(client) == 0
+
+
+def test_a_server_that_answers_the_handshake_but_not_tools_list_is_refused_saying_what_it_sent(client):
+    error = {"code": -32601, "message": "Method not found"}
+
+    with serving(handshake_then(lambda request_id: rpc_answer(request_id, error=error))) as base_url:
+        page = add_server(client, f"{base_url}/mcp")
+        api = client.put("/api/tool-servers/odd", json={"label": "Odd", "url": f"{base_url}/mcp"})
+
+    words = (
+        f"{base_url}/mcp answered the handshake, but its tools/list answered a JSON-RPC error -32601: Method not found"
+    )
+    assert page.status_code == 400
+    assert f"URL {words}." in text_of(page) and "not an MCP server" not in text_of(page)
+    assert assert_json_error(api, 400, "url")["error"] == f"url: {words}"
     assert server_count(client) == 0
 
 

@@ -27,7 +27,7 @@ from engine.tools.mcp import (
     server_tools,
 )
 from tests.live_http import serving
-from tests.mcp_support import live_mcp_server
+from tests.mcp_support import handshake_then, hints_as_strings, live_mcp_server, rpc_answer
 
 
 @pytest.fixture(scope="module")
@@ -171,12 +171,48 @@ def test_a_protocol_error_is_named():
     assert "Broken on purpose" in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("answer", "words"),
+    [
+        (
+            lambda request_id: b'{"jsonrpc": "2.0", "id": %d, "result": {"tools": [' % request_id,
+            "its tool list is not valid JSON: EOF while parsing a list at line 1 column 49",
+        ),
+        (
+            lambda request_id: rpc_answer(request_id, result={"tools": "none"}),
+            "its tool list does not follow the MCP protocol (tools: Input should be a valid list)",
+        ),
+        (
+            lambda request_id: rpc_answer(request_id, error={"code": -32601, "message": "Method not found"}),
+            "its tools/list answered a JSON-RPC error -32601: Method not found",
+        ),
+        (lambda request_id: b'{"tools": []}', "its tool list is not a JSON-RPC message"),
+    ],
+)
+def test_a_server_that_answers_the_handshake_then_sends_a_broken_tool_list_is_told_what_it_sent(answer, words):
+    with serving(handshake_then(answer)) as base_url:
+        with pytest.raises(McpError) as raised:
+            list_tools(ServerConnection("odd", url=base_url + "/mcp", timeout=5))
+
+    assert raised.value.kind == PROTOCOL
+    assert str(raised.value) == f"{base_url}/mcp answered the handshake, but {words}"
+
+
 def test_a_tool_of_a_stopped_server_is_the_calls_error_in_words():
     with live_mcp_server() as server:
         connection = ServerConnection("kinds", url=server.url, timeout=5)
         tool = {tool.remote_name: tool for tool in server_tools(connection, list_tools(connection))}["echo"]
     with pytest.raises(ToolError, match=re.escape(f'the tool server "kinds" failed: {server.url} cannot be reached')):
         tool.handler({"text": "hi"}, None)
+
+
+def test_hints_sent_as_strings_are_left_out_so_they_read_as_mcps_defaults():
+    with live_mcp_server(wrap=hints_as_strings) as server:
+        tools = {tool["name"]: tool for tool in list_tools(ServerConnection("kinds", url=server.url, timeout=5))}
+
+    assert tools["echo"]["annotations"] == {}  # it sent "readOnlyHint": "true", which is no boolean
+    assert tools["delete_record"]["annotations"] == {}
+    assert proposed_settings(tools["echo"]["annotations"]) == {"require_approval": True, "max_identical_calls": 1}
 
 
 @pytest.mark.parametrize(
@@ -193,6 +229,25 @@ def test_a_tool_of_a_stopped_server_is_the_calls_error_in_words():
 )
 def test_annotations_propose_settings(annotations, proposals):
     assert proposed_settings(annotations) == proposals
+
+
+NOT_BOOLEAN = (
+    st.none()
+    | st.integers()
+    | st.floats()
+    | st.text()
+    | st.lists(st.booleans())
+    | st.dictionaries(st.text(), st.booleans())
+)
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]), NOT_BOOLEAN
+    )
+)
+def test_a_hint_that_is_not_a_boolean_proposes_as_if_the_server_left_it_out(annotations):
+    assert proposed_settings(annotations) == proposed_settings({})
 
 
 @given(st.text(min_size=1, max_size=200), st.from_regex(r"[a-z][a-z0-9]{0,31}", fullmatch=True))

@@ -11,8 +11,9 @@ from engine.proxy import chat_completions
 from engine.proxy.chat_completions import completion_chunks
 from engine.proxy.core import answer_request
 from engine.proxy.recording import ClientConversation, conversation_key
-from engine.proxy.request import current_turn, read_request
+from engine.proxy.request import read_request
 from engine.proxy.stream import pieces_of
+from engine.proxy.turn import current_turn
 from tests.doubles import ModelDouble
 
 USER = {"role": "user", "content": "Go."}
@@ -72,22 +73,78 @@ def test_a_body_the_proxy_cannot_forward_or_gate_is_refused_naming_the_field(bod
     assert raised.value.field == field
 
 
-def test_the_turn_counts_from_the_last_user_message_and_only_answered_calls_ran():
+def turn_of(messages):
+    return current_turn(read_request({"model": "m", "messages": messages}))
+
+
+def test_the_turn_counts_from_the_users_last_message_and_only_answered_calls_ran():
     messages = [
         USER,
         assistant(("old", "note", {"n": 1})),
         tool("old"),
+        {"role": "assistant", "content": "Noted."},
         {"role": "user", "content": [{"type": "text", "text": "Again, "}, {"type": "text", "text": "please."}]},
         assistant(("a", "note", {"n": 1}), ("b", "note", {"n": 2})),
         tool("a"),
         tool("b"),
         assistant(("c", "note", {"n": 1})),
     ]
-    turn = current_turn(messages)
+    turn = turn_of(messages)
     assert turn.rounds_used == 2
     assert turn.calls_so_far == {"note": 2}  # "c" has no tool message yet
     assert sum(turn.identical_so_far.values()) == 2 and len(turn.identical_so_far) == 2
     assert turn.message == "Again, please."
+
+
+REMINDER = {"type": "text", "text": "<system-reminder>The date is 2026-12-06.</system-reminder>"}
+
+
+def test_what_the_client_sends_beside_tool_results_continues_the_turn():
+    beside = [
+        {"role": "system", "content": "Tools changed."},
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [REMINDER, {"type": "text", "text": "Also make it blue."}]},
+    ]
+    messages = [
+        {"role": "user", "content": [REMINDER, {"type": "text", "text": "Build it."}]},
+        assistant(("a", "note", {"n": 1})),
+        {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "ok"}, REMINDER]},
+        *beside,
+        assistant(("b", "note", {"n": 1})),
+        beside[0],
+        tool("b"),
+        *beside,
+    ]
+    turn = turn_of(messages)
+    assert (turn.rounds_used, turn.calls_so_far) == (2, {"note": 2})
+    assert turn.message == "Build it."  # the user's own text, not the reminder beside it
+
+
+def test_the_users_text_is_the_turns_message_and_a_reminder_only_when_there_is_nothing_else():
+    messages = [
+        USER,
+        assistant(("a", "note", {})),
+        tool("a"),
+        {"role": "assistant", "content": "Noted."},
+        {"role": "system", "content": "<env>"},
+        {
+            "role": "user",
+            "content": [REMINDER, {"type": "text", "text": "Next, "}, {"type": "text", "text": "please."}],
+        },
+    ]
+    request = read_request({"model": "m", "messages": messages})
+    assert request.turn_start == 4  # the step the model's answer was followed by: the system message, then the user's
+    turn = current_turn(request)
+    assert (turn.rounds_used, turn.calls_so_far, turn.message) == (0, {}, "Next, please.")
+    assert turn_of([{"role": "user", "content": [REMINDER]}]).message == REMINDER["text"]
+    codex = [
+        {"role": "user", "content": "<user_instructions>Use tabs.</user_instructions>"},
+        {"role": "user", "content": "<environment_context>cwd: /src</environment_context>"},
+        {"role": "user", "content": "Fix the build."},
+    ]
+    assert turn_of(codex).message == "Fix the build."  # the prompt Codex sends after its instructions
+    odd_parts = [{"type": "text", "text": 5}, {"type": "text"}, "text", {"type": "text", "text": "Go."}]
+    assert turn_of([{"role": "user", "content": odd_parts}]).message == "Go."
 
 
 # --- What the client gets -----------------------------------------------------------------------------------------

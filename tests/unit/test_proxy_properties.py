@@ -15,8 +15,9 @@ from engine.gate import review_calls
 from engine.proxy.client_tools import proxy_view
 from engine.proxy.core import answer_request
 from engine.proxy.recording import restored_history
-from engine.proxy.request import current_turn, read_request
+from engine.proxy.request import read_request
 from engine.proxy.serve import RunsInMemory, answer_and_record
+from engine.proxy.turn import current_turn
 from engine.proxy.upstream import upstream_for_agent
 from engine.types import ToolCall
 from tests import strategies
@@ -105,7 +106,7 @@ def assert_passes_the_gate(config, request, message):
     """The calls the client got, reviewed again against what its conversation says ran: all allowed, each already
     carrying the values the agent forces."""
     gate_config, registry = proxy_view(config, request.declared)
-    turn = current_turn(request.messages)
+    turn = current_turn(request)
     calls = [
         ToolCall(call["id"], call["function"]["name"], call["function"]["arguments"])
         for call in message.get("tool_calls") or []
@@ -126,7 +127,7 @@ def test_the_client_only_gets_gated_calls_and_upstream_gets_every_id_answered_on
         request = read_request({"model": "m", "messages": messages, "tools": TOOLS})
         asked_before = len(upstream.bodies)
         exchange = answer_request(config, request, upstream.answer)
-        rounds_left = max(0, config.max_rounds - current_turn(request.messages).rounds_used)
+        rounds_left = max(0, config.max_rounds - current_turn(request).rounds_used)
         assert len(upstream.bodies) - asked_before <= rounds_left + 1
         for body in upstream.bodies[asked_before:]:
             assert_every_call_id_answered_once(body["messages"])

@@ -1,0 +1,149 @@
+"""Credentials with the login on: an API token limited to the proxy of named agents (what a client app should hold)
+reaches only /proxy/<one of them>/…, and is refused with a 403 in the caller's API shape anywhere else; a response
+the Responses API kept is read and continued only with the token that created it. With the login off everything
+stays open, as before."""
+
+import anthropic
+import openai
+import pytest
+
+from store import agents as agent_store
+from store import tokens as token_store
+from store.db import open_db
+from tests.bad_input_support import assert_json_error
+from tests.html_reader import page_of
+from tests.proxy_support import proxy_client
+from tests.support import make_app
+
+USER = {"role": "user", "content": "Hello."}
+PASSWORD = "a long admin password"
+
+
+@pytest.fixture
+def locked_app(tmp_path, migrated_database):
+    app = make_app(tmp_path, database_from=migrated_database, ADMIN_PASSWORD=PASSWORD)
+    db = open_db(app.config["DATABASE"])
+    try:
+        for agent_id in ("chat", "other"):
+            script = [{"content": "Hi."}, {"content": "Again."}]
+            agent_store.save_agent(db, {"id": agent_id, "label": agent_id.title(), "script": script}, known_tools=None)
+    finally:
+        db.close()
+    return app
+
+
+def new_token(app, name, agents=()):
+    db = open_db(app.config["DATABASE"])
+    try:
+        return token_store.create_token(db, {"name": name, "agents": list(agents)})[1]
+    finally:
+        db.close()
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_a_token_limited_to_an_agent_reaches_its_proxy_and_nothing_else(locked_app):
+    token = new_token(locked_app, "chat app", ["chat"])
+    client = locked_app.test_client()
+
+    with proxy_client(locked_app, "chat") as sdk:
+        allowed = sdk.with_options(api_key=token).chat.completions.create(model="m", messages=[USER])
+        models = sdk.with_options(api_key=token).models.list()
+        run_id = (
+            sdk.with_options(api_key=token)
+            .chat.completions.with_raw_response.create(model="m", messages=[USER])
+            .headers["X-Toolgate-Run"]
+        )
+        other = sdk.with_options(api_key=token, base_url=f"{sdk.toolgate_url}/proxy/other/v1")
+        with pytest.raises(openai.PermissionDeniedError) as refused:
+            other.chat.completions.create(model="m", messages=[USER])
+        anthropic_client = anthropic.Anthropic(base_url=f"{sdk.toolgate_url}/proxy/other", api_key=token, max_retries=0)
+        with pytest.raises(anthropic.PermissionDeniedError) as refused_messages:
+            anthropic_client.messages.create(model="m", max_tokens=50, messages=[USER])
+
+    assert allowed.choices[0].message.content == "Hi."
+    assert [model.id for model in models.data] == ["scripted"]
+    message = "This API token may only reach the policy proxy of the agent(s) chat (/proxy/<agent>/v1)."
+    assert refused.value.status_code == 403
+    assert refused.value.body == {"message": message, "type": "invalid_request_error", "param": None,
+                                  "code": "permission_denied"}  # fmt: skip
+    assert refused_messages.value.body == {"type": "error", "error": {"type": "permission_error", "message": message}}
+    for path in ("/api/agents", f"/api/runs/{run_id}", "/api/runs", "/api/agents/chat/runs"):
+        body = assert_json_error(client.get(path, headers=bearer(token)), 403, "Authorization")
+        assert body["error"] == f"Authorization: {message}"
+    written = client.post("/api/agents/chat/runs", json={"message": "Hi"}, headers=bearer(token))
+    assert_json_error(written, 403, "Authorization")
+
+
+def test_a_token_limited_to_several_agents_reaches_each_of_their_proxies(locked_app):
+    token = new_token(locked_app, "both", ["chat", "other"])
+    with proxy_client(locked_app, "chat") as sdk:
+        for agent_id in ("chat", "other"):
+            proxied = sdk.with_options(api_key=token, base_url=f"{sdk.toolgate_url}/proxy/{agent_id}/v1")
+            assert proxied.chat.completions.create(model="m", messages=[USER]).choices[0].message.content == "Hi."
+
+
+def test_a_token_for_everything_still_opens_the_api_and_every_proxy(locked_app):
+    token = new_token(locked_app, "admin script")
+    client = locked_app.test_client()
+
+    assert client.get("/api/agents", headers=bearer(token)).status_code == 200
+    with proxy_client(locked_app, "other") as sdk:
+        assert sdk.with_options(api_key=token).chat.completions.create(model="m", messages=[USER]).choices
+
+
+def test_a_kept_response_is_read_and_continued_only_with_the_token_that_created_it(locked_app):
+    first_app, second_app = new_token(locked_app, "first app", ["chat"]), new_token(locked_app, "second app", ["chat"])
+    admin = new_token(locked_app, "admin")
+
+    with proxy_client(locked_app, "chat") as sdk:
+        created = sdk.with_options(api_key=first_app).responses.create(model="m", input="Hello")
+        read = sdk.with_options(api_key=first_app).responses.retrieve(created.id)
+        continued = sdk.with_options(api_key=first_app).responses.create(
+            model="m", input="And?", previous_response_id=created.id
+        )
+        for other in (second_app, admin):
+            with pytest.raises(openai.NotFoundError) as not_read:
+                sdk.with_options(api_key=other).responses.retrieve(created.id)
+            with pytest.raises(openai.NotFoundError) as not_continued:
+                sdk.with_options(api_key=other).responses.create(
+                    model="m", input="And?", previous_response_id=created.id
+                )
+            assert not_read.value.body["message"] == f"Response with id '{created.id}' not found."
+            assert not_continued.value.body["code"] == "previous_response_not_found"
+
+    assert read.model_dump() == created.model_dump()
+    assert continued.output_text == "Again." and continued.previous_response_id == created.id
+
+
+def test_a_response_kept_with_the_login_off_stays_open_until_the_login_is_turned_on(app, client):
+    client.put("/api/agents/chat", json={"label": "Chat", "script": [{"content": "Hi."}]})
+    with proxy_client(app, "chat") as sdk:
+        created = sdk.responses.create(model="m", input="Hello")
+        assert sdk.responses.retrieve(created.id).id == created.id
+        assert sdk.with_options(api_key="another key").responses.retrieve(created.id).id == created.id
+        token = new_token(app, "later app")
+        app.config["ADMIN_PASSWORD"] = PASSWORD
+        with pytest.raises(openai.NotFoundError):  # created by no token: no token reaches it
+            sdk.with_options(api_key=token).responses.retrieve(created.id)
+
+
+def test_the_tokens_page_makes_a_token_limited_to_chosen_agents(client):
+    for agent_id in ("chat", "notes"):
+        client.put(f"/api/agents/{agent_id}", json={"label": agent_id.title()})
+    form = client.get("/tokens").get_data(as_text=True)
+
+    created = client.post("/tokens", data={"name": "Chat app", "agents": ["chat"]})
+    refused = client.post("/tokens", data={"name": "Ghost app", "agents": ["chat", "ghost"]})
+
+    assert (
+        '<option value="chat">Chat (chat)</option>' in form and '<option value="notes">Notes (notes)</option>' in form
+    )
+    assert created.status_code == 201
+    listing = client.get("/tokens").get_data(as_text=True)
+    assert "<td>Chat app</td>" in listing and "<td>only the proxy of <code>chat</code></td>" in listing
+    assert refused.status_code == 400
+    assert page_of(refused).errors("agents") == ["Only the proxy of names no agent with the id ghost."]
+    assert "Ghost app" not in client.get("/tokens").get_data(as_text=True)
