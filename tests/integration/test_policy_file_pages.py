@@ -9,6 +9,8 @@ import pytest
 from tests.html_reader import parse_html, text_of
 from tests.support import agent_form_data
 
+pytestmark = pytest.mark.both_engines
+
 BUILDER = {"label": "Builder", "tools": {"place_component": {"restrict_multiple_calls": True}}}
 
 

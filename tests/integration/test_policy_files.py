@@ -12,6 +12,8 @@ from store import agents as agent_store
 from tests.bad_input_support import assert_cli_refused
 from tests.support import agent_form_data
 
+pytestmark = pytest.mark.both_engines
+
 BUILDER = {
     "label": "Builder",
     "max_rounds": 10,

@@ -19,10 +19,13 @@ USER = {"role": "user", "content": "Hello."}
 PASSWORD = "a long admin password"
 
 
+pytestmark = pytest.mark.both_engines
+
+
 @pytest.fixture
-def locked_app(tmp_path, migrated_database):
-    app = make_app(tmp_path, database_from=migrated_database, ADMIN_PASSWORD=PASSWORD)
-    db = open_db(app.config["DATABASE"])
+def locked_app(tmp_path, database_settings):
+    app = make_app(tmp_path, **database_settings, ADMIN_PASSWORD=PASSWORD)
+    db = open_db(app.config["DATABASE_URL"])
     try:
         for agent_id in ("chat", "other"):
             script = [{"content": "Hi."}, {"content": "Again."}]
@@ -33,7 +36,7 @@ def locked_app(tmp_path, migrated_database):
 
 
 def new_token(app, name, agents=()):
-    db = open_db(app.config["DATABASE"])
+    db = open_db(app.config["DATABASE_URL"])
     try:
         return token_store.create_token(db, {"name": name, "agents": list(agents)})[1]
     finally:
