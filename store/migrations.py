@@ -5,12 +5,12 @@ To add a step, add a file store/alembic/versions/NNNN_what_it_does.py:
 
     from alembic import op
 
-    revision = "0002_add_token_scope"
-    down_revision = "0001_baseline"  # the newest step before it (one head: a test refuses two)
+    revision = "0003_add_run_labels"  # at most 32 characters: PostgreSQL's alembic_version holds VARCHAR(32)
+    down_revision = "0002_token_scope_agent_origin"  # the newest step before it (one head: a test refuses two)
 
 
     def upgrade():
-        op.add_column("api_tokens", sa.Column("scope", sa.Text(), nullable=False, server_default="all"))
+        op.add_column("runs", sa.Column("labels", sa.Text(), nullable=False, server_default="[]"))
 
 SQL both engines run goes through `op.execute(...)`; a step that must differ branches on
 `op.get_bind().dialect.name` inside the step. SQLite changes a table by copying it: `with
@@ -20,7 +20,8 @@ has shipped: add a new one. Each step applied is recorded in `schema_history` wi
 Databases made before Alembic (SQLite only) recorded sqlite-utils steps (store/legacy_migrations.py) in
 `_sqlite_migrations`, or in `migrations` before that: `migrate` first applies the legacy steps such a database
 misses, on a connection of their own (sqlite-utils commits as it goes), then the baseline step records them in
-`schema_history` and drops the legacy table.
+`schema_history` and drops the legacy table. The names it records include the two sqlite-utils steps the last
+version before Alembic added (0070, 0071), unknown to legacy_migrations: 0002 skips the columns those added.
 """
 
 from datetime import UTC, datetime

@@ -57,6 +57,11 @@ def test_ci_refuses_two_heads():
     assert len(migrations.heads()) == 1, migrations.heads()
 
 
+def test_every_step_name_fits_in_postgresqls_alembic_version():
+    """alembic_version.version_num is VARCHAR(32) on PostgreSQL (SQLite would store a longer name)."""
+    assert [step for step in migrations.every_step() if len(step) > 32] == []
+
+
 def test_a_new_database_has_the_schema_the_sqlite_utils_steps_built(tmp_path):
     new = make_app(tmp_path / "new")
     old = sqlite_utils.Database(tmp_path / "old.db")
