@@ -7,7 +7,9 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.html_reader import form_fields
 from tests.live_http import MAKE_RUN, AppProcess, browser, csrf_token, post_form, post_json
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 PASSWORD = "one passphrase for both replicas"
 WRONG = "Password is not right."
@@ -124,7 +126,28 @@ def test_a_proxied_conversation_goes_on_whichever_replica_its_next_request_reach
             assert run["stop_reason"] == "answered" and run["answer"] == "Placed."
 
 
+def test_a_live_run_started_on_one_replica_is_stepped_and_stopped_on_the_other(replicas):
+    first, second = replicas
+    with signed_in(first) as person, browser(first) as api:
+        api.headers["Authorization"] = f"Bearer {token_on(person)}"
+        assert post_json(api, "/api/agents/bundles", bundles_agent(), "PUT").status_code == 201
+        fields = {**form_fields(person.get("/agents/bundles/run").text), "message": BUNDLES_MESSAGE, "live": "1"}
+        started = person.post("/agents/bundles/run", data=fields, headers={"HX-Request": "true"})
+        run_id = int(re.search(r'<article class="run" id="run-(\d+)"', started.text).group(1))
+        htmx = {"HX-Request": "true", "X-CSRFToken": fields["csrf_token"]}
+        stepped = person.post(f"{second}/runs/{run_id}/step", data={"after": 0}, headers=htmx)
+        assert stepped.status_code == 200
+        assert len(api.get(f"/api/runs/{run_id}").json()["rounds"]) == 1  # the round, read on the first replica
+
+        stopped = person.post(f"{second}/runs/{run_id}/stop", headers={"X-CSRFToken": fields["csrf_token"]})
+
+        assert stopped.status_code == 303
+        run = api.get(f"/api/runs/{run_id}").json()
+        assert (run["state"], run["stop_reason"], len(run["rounds"])) == ("finished", "stopped", 1)
+
+
 def test_wrong_passwords_on_one_replica_slow_down_the_other(replicas):
+    """Last: the address waits afterwards."""
     first, second = replicas
     for number in range(5):
         with browser(first) as guesser:
