@@ -3,12 +3,14 @@ one PostgreSQL database and one secret key, behave as one Toolgate, whichever of
 
 import re
 import secrets
+import threading
 from contextlib import contextmanager
 
+import httpx2
 import pytest
 
 from tests.html_reader import form_fields
-from tests.live_http import MAKE_RUN, AppProcess, browser, csrf_token, post_form, post_json
+from tests.live_http import MAKE_RUN, AppProcess, all_at_once, browser, csrf_token, post_form, post_json
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
 PASSWORD = "one passphrase for both replicas"
@@ -16,22 +18,28 @@ WRONG = "Password is not right."
 CHAT = "/proxy/proxied/v1/chat/completions"
 
 
-@pytest.fixture(scope="module")
-def replicas(postgresql_template, tmp_path_factory):
-    """The base URLs of two replicas of the app on one new database (migrated by whichever starts first)."""
-    cluster, _ = postgresql_template
-    url = cluster.create_database()
-    folder = tmp_path_factory.mktemp("replicas")
-    environment = {"TOOLGATE_DATABASE_URL": url, "TOOLGATE_ADMIN_PASSWORD": PASSWORD}
+@contextmanager
+def two_replicas(cluster, folder):
+    """Two replicas of the app on one new database (migrated by whichever starts first): their processes, ready."""
+    environment = {"TOOLGATE_DATABASE_URL": cluster.create_database(), "TOOLGATE_ADMIN_PASSWORD": PASSWORD}
     processes = [
         AppProcess(MAKE_RUN, folder / "unused.db", folder / f"{name}.log", ready_path="/login", **environment)
         for name in "ab"
     ]
     try:
-        yield [process.ready() for process in processes]
+        for process in processes:
+            process.url = process.ready()
+        yield processes
     finally:
         for process in processes:
             process.stop()
+
+
+@pytest.fixture(scope="module")
+def replicas(postgresql_template, tmp_path_factory):
+    """The base URLs of two replicas on one database."""
+    with two_replicas(postgresql_template[0], tmp_path_factory.mktemp("replicas")) as processes:
+        yield [process.url for process in processes]
 
 
 @contextmanager
@@ -144,6 +152,46 @@ def test_a_live_run_started_on_one_replica_is_stepped_and_stopped_on_the_other(r
         assert stopped.status_code == 303
         run = api.get(f"/api/runs/{run_id}").json()
         assert (run["state"], run["stop_reason"], len(run["rounds"])) == ("finished", "stopped", 1)
+
+
+def test_a_replica_killed_during_a_burst_loses_no_run_a_client_was_answered_for(postgresql_template, tmp_path):
+    """kill -9 of one replica while 60 proxied requests go to both: every request to the other succeeds, and each
+    answer any client got names a run that is stored."""
+    with two_replicas(postgresql_template[0], tmp_path) as (survivor, victim), signed_in(survivor.url) as person:
+        with browser(survivor.url) as api:
+            api.headers["Authorization"] = token = f"Bearer {token_on(person)}"
+            agent = {"label": "Burst", "script": [{"content": "Answered."}] * 100}
+            assert post_json(api, "/api/agents/burst", agent, "PUT").status_code == 201
+        sent = threading.Event()
+
+        def ask(number):
+            replica = (survivor, victim)[number % 2]
+            if number == 31:
+                sent.wait(timeout=10)
+                victim.kill()
+                return ("killed", None)
+            if number % 2:
+                sent.set()
+            try:
+                with browser(replica.url) as client:
+                    client.headers["Authorization"] = token
+                    body = {"model": "m", "messages": [{"role": "user", "content": f"Request {number}"}]}
+                    answered = post_json(client, "/proxy/burst/v1/chat/completions", body)
+            except httpx2.HTTPError as error:
+                return (f"failed on the {'survivor' if replica is survivor else 'victim'}: {error!r}", None)
+            return (answered.status_code, answered.headers.get("X-Toolgate-Run"))
+
+        outcomes = all_at_once(ask, range(60))
+
+        to_survivor = [outcomes[number] for number in range(0, 60, 2)]
+        assert all(status == 200 for status, _ in to_survivor), to_survivor
+        answered = [int(run_id) for status, run_id in outcomes if status == 200]
+        assert len(answered) >= 30 and len(set(answered)) == len(answered)
+        with browser(survivor.url) as api:
+            api.headers["Authorization"] = token
+            for run_id in answered:
+                run = api.get(f"/api/runs/{run_id}")
+                assert run.status_code == 200 and run.json()["answer"] == "Answered.", run_id
 
 
 def test_wrong_passwords_on_one_replica_slow_down_the_other(replicas):
