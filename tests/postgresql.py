@@ -2,6 +2,7 @@
 missing): initdb into a temporary folder, served on a free port of 127.0.0.1 with its socket in that folder,
 stopped and removed at the end. initdb refuses to run as root: as root, the cluster runs as the `postgres` user."""
 
+import atexit
 import glob
 import os
 import shutil
@@ -54,6 +55,7 @@ class Cluster:
                 break
             if attempt == 2:
                 raise RuntimeError(f"PostgreSQL did not start: {(self.folder / 'log').read_text()}")
+        atexit.register(self.stop)  # also when the session ends without its teardown
         self.url = f"postgresql://postgres@127.0.0.1:{port}"
         self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
         self._created = 0
@@ -68,6 +70,8 @@ class Cluster:
         return f"{self.url}/{name}"
 
     def stop(self):
-        self._admin.dispose()
-        subprocess.run([*self._control, "-m", "immediate", "stop"], check=False, capture_output=True)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            self._admin.dispose()
+        finally:
+            subprocess.run([*self._control, "-m", "immediate", "stop"], check=False, capture_output=True)
+            shutil.rmtree(self.folder, ignore_errors=True)
