@@ -28,7 +28,9 @@ def _binaries():
 
 
 class Cluster:
-    def __init__(self):
+    """`durable`: the cluster waits for the disk as a real one does (for measurements); a test's does not."""
+
+    def __init__(self, durable=False):
         binaries = _binaries()
         self.folder = Path(tempfile.mkdtemp(prefix="toolgate-postgresql-"))
         as_user = []
@@ -45,11 +47,9 @@ class Cluster:
         self._control = [*as_user, binaries / "pg_ctl", "-D", data]
         for attempt in range(3):  # another process may take the free port first
             port = free_port()
-            # A throwaway cluster: nothing it holds must survive a crash, so it never waits for the disk.
-            options = (
-                f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off"
-            )
+            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400"
+            if not durable:  # nothing a test's cluster holds must survive a crash: it never waits for the disk
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             started = subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
             if started.returncode == 0:
                 break
