@@ -35,13 +35,17 @@ def test_ci_refuses_two_heads():
     assert len(migrations.heads()) == 1, migrations.heads()
 
 
-def test_a_new_database_has_the_schema_the_legacy_steps_built(tmp_path):
+def test_a_new_database_has_the_schema_of_one_the_legacy_steps_built_then_upgraded(tmp_path):
+    """The baseline is where the legacy steps ended, statement for statement; the steps after it run on both."""
     new = make_app(tmp_path / "new")
-    old = sqlite_utils.Database(tmp_path / "old.db")
+    (tmp_path / "old").mkdir()
+    old = sqlite_utils.Database(tmp_path / "old" / "toolgate.db")
     legacy_migrations.migrations.apply(old)
     old.close()
-    assert schema(new.config["DATABASE"]) == schema(tmp_path / "old.db")
+    upgraded = make_app(tmp_path / "old")
+    assert schema(new.config["DATABASE"]) == schema(upgraded.config["DATABASE"])
     assert new.extensions["toolgate_schema"]["applied"] == migrations.every_step()
+    assert upgraded.extensions["toolgate_schema"]["applied"] == migrations.every_step()
 
 
 @pytest.mark.parametrize("stop_before", [*LEGACY_STEPS[1:], None])
