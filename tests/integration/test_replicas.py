@@ -154,6 +154,29 @@ def test_a_live_run_started_on_one_replica_is_stepped_and_stopped_on_the_other(r
         assert (run["state"], run["stop_reason"], len(run["rounds"])) == ("finished", "stopped", 1)
 
 
+def test_an_approval_decided_on_one_replica_resumes_the_run_another_started(replicas):
+    first, second = replicas
+    agent = {
+        "label": "Approvals",
+        "tools": {"list_bundles": {"require_approval": True}},
+        "script": [
+            {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+            {"content": "Done."},
+        ],
+    }
+    with signed_in(first) as person, browser(first) as api:
+        api.headers["Authorization"] = f"Bearer {token_on(person)}"
+        assert post_json(api, "/api/agents/approvals", agent, "PUT").status_code == 201
+        waiting = post_json(api, "/api/agents/approvals/runs", {"message": "Which bundles?"}).json()
+        assert waiting["state"] == "awaiting_approval"
+        api.base_url = second
+        decided = post_json(api, f"/api/runs/{waiting['id']}/decisions", {"decisions": {"call_1_1": {"approve": True}}})
+        assert decided.status_code == 200
+        api.base_url = first
+        run = api.get(f"/api/runs/{waiting['id']}").json()
+        assert (run["state"], run["stop_reason"], run["answer"]) == ("finished", "answered", "Done.")
+
+
 def test_a_replica_killed_during_a_burst_loses_no_run_a_client_was_answered_for(postgresql_template, tmp_path):
     """kill -9 of one replica while 60 proxied requests go to both: every request to the other succeeds, and each
     answer any client got names a run that is stored."""
