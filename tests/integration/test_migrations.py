@@ -93,8 +93,19 @@ def test_a_new_postgresql_database_has_the_tables_and_columns_of_sqlite(tmp_path
     url = cluster.create_database()
     on_postgresql = make_app(tmp_path / "postgresql", DATABASE_URL=url)
     on_sqlite = make_app(tmp_path / "sqlite")
-    assert on_postgresql.extensions["toolgate_schema"] == {"created": False, "applied": migrations.every_step()}
+    assert on_postgresql.extensions["toolgate_schema"] == {"created": True, "applied": migrations.every_step()}
     postgresql_tables = columns_of_every_table(url)
     assert postgresql_tables["documents"].pop() == "search"  # the full-text index, where SQLite has FTS5
     assert postgresql_tables == columns_of_every_table(on_sqlite.config["DATABASE_URL"])
     assert make_app(tmp_path / "postgresql", DATABASE_URL=url).extensions["toolgate_schema"]["applied"] == []
+
+
+def test_init_db_on_a_new_postgresql_database_says_it_created_it_and_hides_the_password(tmp_path, postgresql_template):
+    cluster, _ = postgresql_template
+    url = cluster.create_database().replace("postgres@", "postgres:not-shown@")
+    result = make_app(tmp_path, DATABASE_URL=url).test_cli_runner().invoke(args=["init-db"])
+    assert result.exit_code == 0, result.output
+    shown = url.replace("not-shown", "***")
+    steps = migrations.every_step()
+    assert f"Created the database at {shown} ({len(steps)} migration steps: {', '.join(steps)})." in result.output
+    assert "not-shown" not in result.output
