@@ -35,7 +35,7 @@ run: $(INSTALLED)
 test: $(INSTALLED_TEST) chromium postgresql
 	$(BIN)/pytest -n 2
 
-bench: $(INSTALLED_TEST)
+bench: $(INSTALLED_TEST) postgresql
 	$(BIN)/python -m bench
 
 # The gateway benchmark with LiteLLM and Portkey beside Toolgate (`make bench` includes them only once installed).

@@ -5,6 +5,7 @@ import secrets
 
 from flask import Flask
 from flask_wtf.csrf import CSRFProtect
+from sqlalchemy import inspect
 
 import cli
 from blueprints import (
@@ -106,13 +107,13 @@ def create_app(test_config=None, instance_path=None):
     if app.config["TOOL_REGISTRY"] is None:
         app.config["TOOL_REGISTRY"] = default_registry()  # a tool name clash fails here, at start-up
     db.init_app(app)
-    path = db.sqlite_path(app.config["DATABASE_URL"])
-    created = path is not None and not os.path.exists(path)
     connection = db.open_db(app.config["DATABASE_URL"])
+    path = db.sqlite_path(app.config["DATABASE_URL"])
     if path is not None:
         db.restrict_to_owner(path)
     try:
         # What start-up did to the database, for `flask init-db` to report truthfully.
+        created = not inspect(connection).get_table_names()
         app.extensions["toolgate_schema"] = {"created": created, "applied": migrations.migrate(connection)}
     finally:
         connection.close()

@@ -20,6 +20,7 @@ from xml.etree import ElementTree
 import click
 from flask import current_app
 from flask.cli import with_appcontext
+from sqlalchemy.exc import ArgumentError, OperationalError
 from werkzeug.security import generate_password_hash
 
 from engine.config import is_valid_unicode, printable
@@ -44,6 +45,7 @@ from services.tracing import traced
 from store import ManagedByFile, NotFound, RevisionConflict, ValidationError, migrations, row_exists
 from store import agents as agent_store
 from store import cases as case_store
+from store import copy as copy_store
 from store import db as store_db
 from store import documents as document_store
 from store import runs as run_store
@@ -570,6 +572,40 @@ def backup_command(file, replace):
     )
 
 
+@click.command("copy-database")
+@with_appcontext
+@click.option("--to", "target_url", required=True, help="The URL of an empty database: postgresql://user:pass@host/db.")
+def copy_database_command(target_url):
+    """Copy everything of this app's database into an empty database (PostgreSQL, for several replicas): its schema
+    is created there first, a database that holds rows is refused, and the rows of every table are counted on both
+    sides and printed."""
+    source = get_db()
+    if "://" not in target_url:
+        raise BadInput(f"--to takes a database URL (postgresql://user:password@host:port/db), not {target_url!r}.")
+    try:
+        described = store_db.describe(target_url)
+        target = store_db.open_db(target_url)
+    except (ValueError, ArgumentError) as error:
+        raise BadInput(f"--to: {error}") from None
+    except OperationalError as error:
+        raise BadInput(f"{described} could not be reached: {error.orig}") from None
+    try:
+        migrations.migrate(target)
+        copied = copy_store.copy_database(source, target)
+    except copy_store.TargetNotEmpty as error:
+        raise BadInput(f"{described}: {error}") from None
+    finally:
+        target.close()
+    expected = copy_store.row_counts(source)
+    for table, count in copied.items():
+        click.echo(
+            f"{table}: {count:,}" + ("" if count == expected[table] else f" (the source has {expected[table]:,})")
+        )
+    if copied != expected:
+        raise click.ClickException(f"The counts of {described} differ from the source's: see above.")
+    click.echo(f"Copied {store_db.describe(current_app.config['DATABASE_URL'])} to {described}: every count matches.")
+
+
 @click.command("prune-runs")
 @with_appcontext
 @click.option("--older-than", "days", type=click.IntRange(min=0), required=True, help="Age in days (0: every run).")
@@ -681,6 +717,7 @@ def register(app):
         export_cases_command,
         import_cases_command,
         backup_command,
+        copy_database_command,
         prune_runs_command,
         check_host_command,
         hash_password_command,

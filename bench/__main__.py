@@ -1,6 +1,6 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, engine_loop, gate_scaling, gateway, history, import_time, mcp, proxy, tracing, web
+from . import concurrency, databases, engine_loop, gate_scaling, gateway, history, import_time, mcp, proxy, tracing, web
 
 for report in (
     engine_loop.report,
@@ -9,6 +9,7 @@ for report in (
     web.report,
     concurrency.report,
     history.report,
+    databases.report,
     proxy.report,
     tracing.report,
     mcp.report,

@@ -1,6 +1,6 @@
 """Toolgate's engine: the agent loop, the per-response tool-call gate, the tools and the models.
 
-Pure Python: it never imports Flask or sqlite-utils. Everything it returns is JSON-serialisable.
+Pure Python: it never imports Flask or the database layer. Everything it returns is JSON-serialisable.
 """
 
 import logging

@@ -178,10 +178,6 @@ def open_db(url_or_path):
     return engine_for(url_or_path).connect()
 
 
-def is_sqlite(db):
-    return db.dialect.name == "sqlite"
-
-
 @contextmanager
 def write_transaction(db):
     """One write transaction that holds the write lock from its first statement: committed when the block ends,

@@ -2,6 +2,7 @@
 missing): initdb into a temporary folder, served on a free port of 127.0.0.1 with its socket in that folder,
 stopped and removed at the end. initdb refuses to run as root: as root, the cluster runs as the `postgres` user."""
 
+import atexit
 import glob
 import os
 import shutil
@@ -27,7 +28,9 @@ def _binaries():
 
 
 class Cluster:
-    def __init__(self):
+    """`durable`: the cluster waits for the disk as a real one does (for measurements); a test's does not."""
+
+    def __init__(self, durable=False):
         binaries = _binaries()
         self.folder = Path(tempfile.mkdtemp(prefix="toolgate-postgresql-"))
         as_user = []
@@ -44,16 +47,15 @@ class Cluster:
         self._control = [*as_user, binaries / "pg_ctl", "-D", data]
         for attempt in range(3):  # another process may take the free port first
             port = free_port()
-            # A throwaway cluster: nothing it holds must survive a crash, so it never waits for the disk.
-            options = (
-                f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off"
-            )
+            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400"
+            if not durable:  # nothing a test's cluster holds must survive a crash: it never waits for the disk
+                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             started = subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
             if started.returncode == 0:
                 break
             if attempt == 2:
                 raise RuntimeError(f"PostgreSQL did not start: {(self.folder / 'log').read_text()}")
+        atexit.register(self.stop)  # also when the session ends without its teardown
         self.url = f"postgresql://postgres@127.0.0.1:{port}"
         self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
         self._created = 0
@@ -68,6 +70,8 @@ class Cluster:
         return f"{self.url}/{name}"
 
     def stop(self):
-        self._admin.dispose()
-        subprocess.run([*self._control, "-m", "immediate", "stop"], check=False, capture_output=True)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        try:
+            self._admin.dispose()
+        finally:
+            subprocess.run([*self._control, "-m", "immediate", "stop"], check=False, capture_output=True)
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -62,14 +62,18 @@ def test_every_step_name_fits_in_postgresqls_alembic_version():
     assert [step for step in migrations.every_step() if len(step) > 32] == []
 
 
-def test_a_new_database_has_the_schema_the_sqlite_utils_steps_built(tmp_path):
+def test_a_new_database_has_the_schema_of_one_the_legacy_steps_built_then_upgraded(tmp_path):
+    """The baseline is where the legacy steps ended, statement for statement; the steps after it run on both."""
     new = make_app(tmp_path / "new")
-    old = sqlite_utils.Database(tmp_path / "old.db")
+    (tmp_path / "old").mkdir()
+    old = sqlite_utils.Database(tmp_path / "old" / "toolgate.db")
     legacy_migrations.migrations.apply(old)
     STEPS_OF_THE_LAST_SQLITE_UTILS_VERSION.apply(old)
     old.close()
-    assert schema(new.config["DATABASE"]) == schema(tmp_path / "old.db")
+    upgraded = make_app(tmp_path / "old")
+    assert schema(new.config["DATABASE"]) == schema(upgraded.config["DATABASE"])
     assert new.extensions["toolgate_schema"]["applied"] == migrations.every_step()
+    assert upgraded.extensions["toolgate_schema"]["applied"] == migrations.every_step()
 
 
 @pytest.mark.parametrize("stop_before", [*LEGACY_STEPS[1:], None])
@@ -146,8 +150,19 @@ def test_a_new_postgresql_database_has_the_tables_and_columns_of_sqlite(tmp_path
     url = cluster.create_database()
     on_postgresql = make_app(tmp_path / "postgresql", DATABASE_URL=url)
     on_sqlite = make_app(tmp_path / "sqlite")
-    assert on_postgresql.extensions["toolgate_schema"] == {"created": False, "applied": migrations.every_step()}
+    assert on_postgresql.extensions["toolgate_schema"] == {"created": True, "applied": migrations.every_step()}
     postgresql_tables = columns_of_every_table(url)
     assert postgresql_tables["documents"].pop() == "search"  # the full-text index, where SQLite has FTS5
     assert postgresql_tables == columns_of_every_table(on_sqlite.config["DATABASE_URL"])
     assert make_app(tmp_path / "postgresql", DATABASE_URL=url).extensions["toolgate_schema"]["applied"] == []
+
+
+def test_init_db_on_a_new_postgresql_database_says_it_created_it_and_hides_the_password(tmp_path, postgresql_template):
+    cluster, _ = postgresql_template
+    url = cluster.create_database().replace("postgres@", "postgres:not-shown@")
+    result = make_app(tmp_path, DATABASE_URL=url).test_cli_runner().invoke(args=["init-db"])
+    assert result.exit_code == 0, result.output
+    shown = url.replace("not-shown", "***")
+    steps = migrations.every_step()
+    assert f"Created the database at {shown} ({len(steps)} migration steps: {', '.join(steps)})." in result.output
+    assert "not-shown" not in result.output

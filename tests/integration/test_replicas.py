@@ -1,0 +1,229 @@
+"""Several replicas, one truth: two servers started as `make run` starts one (gunicorn, gevent, two workers each), on
+one PostgreSQL database and one secret key, behave as one Toolgate, whichever of them a request reaches."""
+
+import re
+import secrets
+import threading
+from contextlib import contextmanager
+
+import httpx2
+import pytest
+
+from tests.html_reader import form_fields
+from tests.live_http import MAKE_RUN, AppProcess, all_at_once, browser, csrf_token, post_form, post_json
+from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
+
+PASSWORD = "one passphrase for both replicas"
+WRONG = "Password is not right."
+CHAT = "/proxy/proxied/v1/chat/completions"
+
+
+@contextmanager
+def two_replicas(cluster, folder):
+    """Two replicas of the app on one new database (migrated by whichever starts first): their processes, ready."""
+    environment = {"TOOLGATE_DATABASE_URL": cluster.create_database(), "TOOLGATE_ADMIN_PASSWORD": PASSWORD}
+    processes = [
+        AppProcess(MAKE_RUN, folder / "unused.db", folder / f"{name}.log", ready_path="/login", **environment)
+        for name in "ab"
+    ]
+    try:
+        for process in processes:
+            process.url = process.ready()
+        yield processes
+    finally:
+        for process in processes:
+            process.stop()
+
+
+@pytest.fixture(scope="module")
+def replicas(postgresql_template, tmp_path_factory):
+    """The base URLs of two replicas on one database."""
+    with two_replicas(postgresql_template[0], tmp_path_factory.mktemp("replicas")) as processes:
+        yield [process.url for process in processes]
+
+
+@contextmanager
+def signed_in(base_url):
+    with browser(base_url) as client:
+        assert post_form(client, "/login", {"password": PASSWORD}).status_code == 303
+        yield client
+
+
+def token_on(client):
+    created = client.post("/tokens", data={"name": secrets.token_hex(4), "csrf_token": form(client, "/tokens")})
+    assert created.status_code == 201, created.text
+    return created.text.split('<code class="secret"', 1)[1].split(">", 1)[1].split("<", 1)[0]
+
+
+def form(client, path):
+    return csrf_token(client.get(path).text)
+
+
+def test_a_login_holds_on_every_replica_and_log_out_on_one_ends_it_on_both(replicas):
+    first, second = replicas
+    with signed_in(first) as client:
+        _log_out_on_the_other(client, first, second)
+
+
+def _log_out_on_the_other(client, first, second):
+    assert client.get(f"{second}/agents").status_code == 200  # the session opened on the first replica
+    logged_out = client.post(f"{second}/logout", data={"csrf_token": form(client, f"{second}/agents")})
+    assert logged_out.status_code == 303
+    assert client.get(f"{first}/agents").status_code == 303  # back to the login page
+
+
+def test_a_token_made_on_one_replica_opens_the_other_until_revoked_there(replicas):
+    first, second = replicas
+    with signed_in(first) as person:
+        secret = token_on(person)
+        with browser(second) as api:
+            api.headers["Authorization"] = f"Bearer {secret}"
+            assert api.get("/api/agents").status_code == 200
+            tokens = person.get(f"{second}/tokens").text
+            [token_id] = re.findall(r'href="/tokens/(\d+)/revoke"', tokens)
+            revoke = person.post(f"{second}/tokens/{token_id}/revoke", data={"csrf_token": form(person, "/tokens")})
+            assert revoke.status_code == 303
+            api.base_url = first
+            refused = api.get("/api/agents")
+            assert refused.status_code == 401 and refused.json()["field"] == "Authorization"
+
+
+def test_an_agent_saved_on_one_replica_is_what_the_other_runs_and_a_stale_save_is_refused(replicas):
+    first, second = replicas
+    with signed_in(first) as person:
+        with browser(first) as on_first, browser(second) as on_second:
+            for api in (on_first, on_second):
+                api.headers["Authorization"] = f"Bearer {token_on(person)}"
+            saved = post_json(
+                on_first, "/api/agents/shared", {"label": "Shared", "script": [{"content": "One."}]}, "PUT"
+            )
+            assert saved.status_code == 201, saved.text
+            changed = {**saved.json(), "script": [{"content": "Two."}]}
+            assert post_json(on_first, "/api/agents/shared", changed, "PUT").json()["revision"] == 2
+            assert post_json(on_second, "/api/agents/shared/runs", {"message": "Hi"}).json()["answer"] == "Two."
+            stale = post_json(on_second, "/api/agents/shared", {**saved.json(), "label": "Stale"}, "PUT")
+            assert stale.status_code == 409
+
+
+def test_a_proxied_conversation_goes_on_whichever_replica_its_next_request_reaches(replicas):
+    first, second = replicas
+    with signed_in(first) as person:
+        place = {"type": "function", "function": {"name": "place", "parameters": {"type": "object"}}}
+        call = {"name": "place", "arguments": {"component": "hero"}}
+        agent = {"label": "Proxied", "script": [{"tool_calls": [call]}, {"content": "Placed."}]}
+        with browser(first) as api:
+            api.headers["Authorization"] = f"Bearer {token_on(person)}"
+            assert post_json(api, "/api/agents/proxied", agent, "PUT").status_code == 201
+            messages = [{"role": "user", "content": "Place the hero."}]
+            asked = post_json(
+                api, "/proxy/proxied/v1/chat/completions", {"model": "m", "messages": messages, "tools": [place]}
+            )
+            assert asked.status_code == 200, asked.text
+            assistant = asked.json()["choices"][0]["message"]
+            messages += [
+                assistant,
+                {"role": "tool", "tool_call_id": assistant["tool_calls"][0]["id"], "content": "uuid-1"},
+            ]
+            api.base_url = second
+            answered = post_json(
+                api, "/proxy/proxied/v1/chat/completions", {"model": "m", "messages": messages, "tools": [place]}
+            )
+            assert answered.json()["choices"][0]["message"]["content"] == "Placed."
+            assert answered.headers["X-Toolgate-Run"] == asked.headers["X-Toolgate-Run"]  # one run, continued
+            run = api.get(f"/api/runs/{asked.headers['X-Toolgate-Run']}").json()
+            assert run["stop_reason"] == "answered" and run["answer"] == "Placed."
+
+
+def test_a_live_run_started_on_one_replica_is_stepped_and_stopped_on_the_other(replicas):
+    first, second = replicas
+    with signed_in(first) as person, browser(first) as api:
+        api.headers["Authorization"] = f"Bearer {token_on(person)}"
+        assert post_json(api, "/api/agents/bundles", bundles_agent(), "PUT").status_code == 201
+        fields = {**form_fields(person.get("/agents/bundles/run").text), "message": BUNDLES_MESSAGE, "live": "1"}
+        started = person.post("/agents/bundles/run", data=fields, headers={"HX-Request": "true"})
+        run_id = int(re.search(r'<article class="run" id="run-(\d+)"', started.text).group(1))
+        htmx = {"HX-Request": "true", "X-CSRFToken": fields["csrf_token"]}
+        stepped = person.post(f"{second}/runs/{run_id}/step", data={"after": 0}, headers=htmx)
+        assert stepped.status_code == 200
+        assert len(api.get(f"/api/runs/{run_id}").json()["rounds"]) == 1  # the round, read on the first replica
+
+        stopped = person.post(f"{second}/runs/{run_id}/stop", headers={"X-CSRFToken": fields["csrf_token"]})
+
+        assert stopped.status_code == 303
+        run = api.get(f"/api/runs/{run_id}").json()
+        assert (run["state"], run["stop_reason"], len(run["rounds"])) == ("finished", "stopped", 1)
+
+
+def test_an_approval_decided_on_one_replica_resumes_the_run_another_started(replicas):
+    first, second = replicas
+    agent = {
+        "label": "Approvals",
+        "tools": {"list_bundles": {"require_approval": True}},
+        "script": [
+            {"tool_calls": [{"name": "list_bundles", "arguments": {"entity_type": "node"}}]},
+            {"content": "Done."},
+        ],
+    }
+    with signed_in(first) as person, browser(first) as api:
+        api.headers["Authorization"] = f"Bearer {token_on(person)}"
+        assert post_json(api, "/api/agents/approvals", agent, "PUT").status_code == 201
+        waiting = post_json(api, "/api/agents/approvals/runs", {"message": "Which bundles?"}).json()
+        assert waiting["state"] == "awaiting_approval"
+        api.base_url = second
+        decided = post_json(api, f"/api/runs/{waiting['id']}/decisions", {"decisions": {"call_1_1": {"approve": True}}})
+        assert decided.status_code == 200
+        api.base_url = first
+        run = api.get(f"/api/runs/{waiting['id']}").json()
+        assert (run["state"], run["stop_reason"], run["answer"]) == ("finished", "answered", "Done.")
+
+
+def test_a_replica_killed_during_a_burst_loses_no_run_a_client_was_answered_for(postgresql_template, tmp_path):
+    """kill -9 of one replica while 60 proxied requests go to both: every request to the other succeeds, and each
+    answer any client got names a run that is stored."""
+    with two_replicas(postgresql_template[0], tmp_path) as (survivor, victim), signed_in(survivor.url) as person:
+        with browser(survivor.url) as api:
+            api.headers["Authorization"] = token = f"Bearer {token_on(person)}"
+            agent = {"label": "Burst", "script": [{"content": "Answered."}] * 100}
+            assert post_json(api, "/api/agents/burst", agent, "PUT").status_code == 201
+        sent = threading.Event()
+
+        def ask(number):
+            replica = (survivor, victim)[number % 2]
+            if number == 31:
+                sent.wait(timeout=10)
+                victim.kill()
+                return ("killed", None)
+            if number % 2:
+                sent.set()
+            try:
+                with browser(replica.url) as client:
+                    client.headers["Authorization"] = token
+                    body = {"model": "m", "messages": [{"role": "user", "content": f"Request {number}"}]}
+                    answered = post_json(client, "/proxy/burst/v1/chat/completions", body)
+            except httpx2.HTTPError as error:
+                return (f"failed on the {'survivor' if replica is survivor else 'victim'}: {error!r}", None)
+            return (answered.status_code, answered.headers.get("X-Toolgate-Run"))
+
+        outcomes = all_at_once(ask, range(60))
+
+        to_survivor = [outcomes[number] for number in range(0, 60, 2)]
+        assert all(status == 200 for status, _ in to_survivor), to_survivor
+        answered = [int(run_id) for status, run_id in outcomes if status == 200]
+        assert len(answered) >= 30 and len(set(answered)) == len(answered)
+        with browser(survivor.url) as api:
+            api.headers["Authorization"] = token
+            for run_id in answered:
+                run = api.get(f"/api/runs/{run_id}")
+                assert run.status_code == 200 and run.json()["answer"] == "Answered.", run_id
+
+
+def test_wrong_passwords_on_one_replica_slow_down_the_other(replicas):
+    """Last: the address waits afterwards."""
+    first, second = replicas
+    for number in range(5):
+        with browser(first) as guesser:
+            page = post_form(guesser, "/login", {"password": f"guess {number}"})
+            assert page.status_code == 400 and WRONG in page.text
+    with browser(second) as guesser:
+        throttled = post_form(guesser, "/login", {"password": "guess 6"})
+    assert throttled.status_code == 429 and "Too many wrong passwords from your address" in throttled.text
