@@ -25,7 +25,7 @@ from services.tracing import traced
 from store import NotFound
 from store import agents as agent_store
 from store import providers as provider_store
-from store.db import get_db
+from store.db import close_db, get_db
 
 bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
 # The checks a client makes that its base URL answers before it starts (Claude Code sends HEAD to its base URL,
@@ -63,10 +63,12 @@ def answer_in(api, agent_id):
         "transport": options["transport"],
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
     }
+    database = current_app.config["DATABASE_URL"]
+    close_db()  # what the checks before this read: the proxied request holds no connection while its model answers
     try:
         if body.get("stream") is True:
-            return _streamed(api, agent_id, body, services)
-        client_request, exchange, run = proxy_service.answer_and_record(get_db(), agent_id, body, api, **services)
+            return _streamed(api, database, agent_id, body, services)
+        client_request, exchange, run = proxy_service.answer_and_record(database, agent_id, body, api, **services)
     except NotFound as error:
         return _refused(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
@@ -86,10 +88,9 @@ def _upstream_error(api, error):
     return _api_error(api, error.status, error.message, error_type=error.type, code=error.code)
 
 
-def _streamed(api, agent_id, body, services):
+def _streamed(api, database, agent_id, body, services):
     """A streamed answer, live: the response starts with the upstream's first chunk. An upstream that fails before
     it says anything is answered as an error with its status, like a request that was not streamed."""
-    database = current_app.config["DATABASE_URL"]
     client_request, streamed, pieces = proxy_service.stream_and_record(database, agent_id, body, api, **services)
     first = next(pieces, None)
     if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded

@@ -6,8 +6,6 @@ runs table. Bad input (an unknown agent, a body the proxy cannot forward) raises
 No Flask here.
 """
 
-from contextlib import ExitStack
-
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions
 from engine.proxy.serve import StreamedAnswer
@@ -27,33 +25,41 @@ REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not se
 
 
 class StoredRuns:
-    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs."""
+    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs. Each look-up and each write takes
+    a connection of the pool for itself alone and gives it back: a proxied request spends most of its time waiting
+    for its model, and holds no connection meanwhile (on PostgreSQL, a thousand requests in flight would otherwise
+    hold a thousand server connections)."""
 
-    def __init__(self, db, agent_id):
-        self.db = db
+    def __init__(self, database_url, agent_id):
+        self.database_url = database_url
         self.agent_id = agent_id
 
     def find(self, conversation_key):
-        return run_store.proxied_run_with_conversation(self.db, self.agent_id, conversation_key)
+        with pooled_db(self.database_url) as db:
+            return run_store.proxied_run_with_conversation(db, self.agent_id, conversation_key)
 
     def save(self, run):
-        return run_store.save_run(self.db, run)
+        with pooled_db(self.database_url) as db:
+            return run_store.save_run(db, run)
 
     def continue_run(self, run_id, run, conversation_key, new_log):
-        return run_store.continue_run(self.db, run_id, run, conversation_key, new_log)
+        with pooled_db(self.database_url) as db:
+            return run_store.continue_run(db, run_id, run, conversation_key, new_log)
 
 
 def answer_and_record(
-    db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
+    database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
 ):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
     engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
     the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept (by `creator`,
     the request's credential, with the login on); a failed upstream request is a stored run with stop_reason
-    "error" and the Exchange's `error`."""
-    config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
-    exchange, run = serve(config, merged, request, upstream, StoredRuns(db, agent_id))
-    keep_answer(db, agent_id, api, request, exchange, run, creator)
+    "error" and the Exchange's `error`. No connection is held while the model answers (StoredRuns)."""
+    config, merged, request, upstream = _prepared(
+        database_url, agent_id, body, api, registry, environ, transport, creator
+    )
+    exchange, run = serve(config, merged, request, upstream, StoredRuns(database_url, agent_id))
+    keep_answer(database_url, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
 
 
@@ -61,41 +67,38 @@ def stream_and_record(
     database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
-    The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded (and
-    the answer kept, for the Responses API) then: the stream outlives the request that started it. Raises as
-    answer_and_record before anything is sent."""
-    held = ExitStack()
-    db = held.enter_context(pooled_db(database_url))
-    try:
-        config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
-        streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(db, agent_id))
-    except BaseException:
-        held.close()
-        raise
+    The run is recorded (and the answer kept, for the Responses API) when the stream ends, however it ends: the
+    stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
+    config, merged, request, upstream = _prepared(
+        database_url, agent_id, body, api, registry, environ, transport, creator
+    )
+    streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(database_url, agent_id))
 
     def pieces():
-        with held:
-            try:
-                yield from streamed.pieces()
-            finally:
-                keep_answer(db, agent_id, api, request, streamed.live.exchange, streamed.run, creator)
+        try:
+            yield from streamed.pieces()
+        finally:
+            keep_answer(database_url, agent_id, api, request, streamed.live.exchange, streamed.run, creator)
 
     return request, streamed, pieces()
 
 
-def _prepared(db, agent_id, body, api, registry, environ, transport, creator):
-    config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
-    request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
-    upstream = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
+def _prepared(database_url, agent_id, body, api, registry, environ, transport, creator):
+    with pooled_db(database_url) as db:
+        config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
+        request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
+        connection = _connection_of(db, config.provider)
+    upstream = upstream_for_agent(config, request.model, connection, environ, transport)
     return config, merged, request, upstream
 
 
-def keep_answer(db, agent_id, api, request, exchange, run, creator=None):
+def keep_answer(database_url, agent_id, api, request, exchange, run, creator=None):
     """Keep what the client's API refers back to of the answer (a Responses API response), with the run it joined
     and the credential that asked (`creator`, None with the login off)."""
     kept = api.kept(exchange, request)
     if kept is not None:
-        response_store.save_response(db, agent_id, run["id"], kept, creator)
+        with pooled_db(database_url) as db:
+            response_store.save_response(db, agent_id, run["id"], kept, creator)
 
 
 def kept_response(db, agent_id, response_id, creator=None):

@@ -330,6 +330,8 @@ def pooled_db(url):
 
 
 def close_db(exception=None):
+    """The request's connection back to its pool: at teardown, or before a request goes on to wait on the network
+    (the proxy), so that it holds none meanwhile; a later get_db() takes another."""
     db = g.pop("db", None)
     if db is not None:
         db.close()
