@@ -89,7 +89,9 @@ def test_a_client_tool_that_requires_approval_is_saved_from_the_form_with_the_ag
     assert (stored["approval_timeout_seconds"], stored["approval_webhook"]) == (30, "http://127.0.0.1:9/hook")
     edit = page_of(client.get("/agents/canvas/edit"))
     assert edit.checked("client_tools-Bash-require_approval")
-    assert edit.value("approval_timeout_seconds") == "30" and edit.value("approval_webhook") == "http://127.0.0.1:9/hook"
+    assert (
+        edit.value("approval_timeout_seconds") == "30" and edit.value("approval_webhook") == "http://127.0.0.1:9/hook"
+    )
     view = client.get("/agents/canvas").get_data(as_text=True)
     assert "<dt>Approval timeout</dt><dd>30 seconds</dd>" in view
 
