@@ -90,7 +90,10 @@ def _streamed(api, agent_id, body, services):
     """A streamed answer, live: the response starts with the upstream's first chunk. An upstream that fails before
     it says anything is answered as an error with its status, like a request that was not streamed."""
     database = current_app.config["DATABASE"]
-    client_request, streamed, pieces = proxy_service.stream_and_record(database, agent_id, body, api, **services)
+    keep_alive_seconds = current_app.config["PROXY_KEEP_ALIVE_SECONDS"]
+    client_request, streamed, pieces = proxy_service.stream_and_record(
+        database, agent_id, body, api, keep_alive_seconds=keep_alive_seconds, **services
+    )
     first = next(pieces, None)
     if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded
         traced(streamed.run)

@@ -6,15 +6,17 @@ runs table. Bad input (an unknown agent, a body the proxy cannot forward) raises
 No Flask here.
 """
 
+import time
 from contextlib import ExitStack
 
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions
-from engine.proxy.serve import StreamedAnswer
+from engine.proxy.serve import KEEP_ALIVE_SECONDS, StreamedAnswer
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
 from engine.round import log_entry, write_log
 from engine.tools import default_registry
+from services.runs import LEASE_SECONDS
 from store import NotFound
 from store import agents as agent_store
 from store import log as log_store
@@ -27,11 +29,13 @@ REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not se
 
 
 class StoredRuns:
-    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs."""
+    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs; a response held for approval waits
+    in its run's row (its state and loop state), so a decision taken by any process releases it."""
 
-    def __init__(self, db, agent_id):
+    def __init__(self, db, agent_id, lease_seconds=LEASE_SECONDS):
         self.db = db
         self.agent_id = agent_id
+        self.lease_seconds = lease_seconds
 
     def find(self, conversation_key):
         return run_store.proxied_run_with_conversation(self.db, self.agent_id, conversation_key)
@@ -41,6 +45,22 @@ class StoredRuns:
 
     def continue_run(self, run_id, run, conversation_key, new_log):
         return run_store.continue_run(self.db, run_id, run, conversation_key, new_log)
+
+    def hold(self, replaces, run, loop_state, new_log):
+        run_id, conversation_key = replaces or (None, None)
+        return run_store.hold_proxied_run(self.db, run_id, run, conversation_key, loop_state, new_log)
+
+    def held(self, run_id):
+        return run_store.held_state(self.db, run_id)
+
+    def take(self, run_id, claim):
+        return run_store.claim_run(self.db, run_id, claim, time.time() + self.lease_seconds)
+
+    def put_loop(self, run_id, loop_state):
+        run_store.save_loop_state(self.db, run_id, loop_state)
+
+    def let_go(self, run_id):
+        run_store.let_go(self.db, run_id)
 
 
 def answer_and_record(
@@ -58,7 +78,16 @@ def answer_and_record(
 
 
 def stream_and_record(
-    database_path, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
+    database_path,
+    agent_id,
+    body,
+    api=chat_completions,
+    *,
+    registry=None,
+    environ=None,
+    transport=None,
+    creator=None,
+    keep_alive_seconds=KEEP_ALIVE_SECONDS,
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
     The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded (and
@@ -68,7 +97,8 @@ def stream_and_record(
     db = held.enter_context(pooled_db(database_path))
     try:
         config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
-        streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(db, agent_id))
+        runs = StoredRuns(db, agent_id)
+        streamed = StreamedAnswer(config, merged, request, upstream, runs, keep_alive_seconds)
     except BaseException:
         held.close()
         raise

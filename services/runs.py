@@ -16,6 +16,7 @@ import time
 
 import engine
 from engine.config import SCRIPTED_PROVIDER, ValidationError
+from engine.proxy.approvals import DecisionRefused, decide_held, is_held
 from engine.types import AWAITING, FINISHED, INTERRUPTED, RUNNING
 from store import agents as agent_store
 from store import log as log_store
@@ -168,15 +169,22 @@ def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, le
     not wait for approval) or ValidationError naming the call."""
 
     def decide(_stored, state):
+        if is_held(state["loop"]):  # a proxied response: its request, waiting, carries the decisions out
+            return decide_held(state, decisions, complete=complete, now=time.time())
         return engine.decide_run(state, decisions, complete=complete, documents=DocumentTable(db), registry=registry)
 
     _claim(db, run_id, "decide", time.time() + lease_seconds)
-    return _held(db, run_id, decide, lease_seconds)
+    try:
+        return _held(db, run_id, decide, lease_seconds)
+    except DecisionRefused as error:
+        raise RunConflict(str(error)) from None
 
 
 def stop_stored_run(db, run_id, *, registry=None, lease_seconds=LEASE_SECONDS):
     """Stop the run after its current step: now, when no step holds it. Returns the run (still running when a step
     holds it: that step stops it as it ends). Raises NotFound, or RunConflict when it has already ended."""
+    if is_held(run_store.held_state(db, run_id)[1]):
+        raise RunConflict("A proxied request waits for the decisions on this run's calls: approve or reject them.")
     if not run_store.request_stop(db, run_id):
         raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
     if not run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):

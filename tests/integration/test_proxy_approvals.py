@@ -1,0 +1,192 @@
+"""Approvals on client tools (SPEC §8): a proxied response that calls a client tool with `require_approval` is held
+until a person decides on each such call. Real clients (the openai SDK, Chat Completions and Responses, and the
+anthropic SDK) wait in a thread of their own, against the app served on 127.0.0.1, while the test decides through
+the runs API as a reviewer would, from another process."""
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import anthropic
+import pytest
+
+from tests.live_http import serving
+from tests.proxy_support import PLACE, USER, proxy_client
+
+APPROVE = {"place_components": {"require_approval": True}}
+HERO = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
+FOOTER = {"tool_calls": [{"id": "footer", "name": "place_components", "arguments": {"component": "footer"}}]}
+WAIT = 15  # seconds: the longest any step of these tests may take
+
+
+def put_agent(client, agent_id="canvas", **fields):
+    agent = {"label": "Canvas", "client_tools": APPROVE, "approval_timeout_seconds": 5, **fields}
+    response = client.put(f"/api/agents/{agent_id}", json=agent)
+    assert response.status_code in (200, 201), response.json
+
+
+def held_run(client, agent_id="canvas", not_this=None):
+    """The id of the agent's run awaiting approval, once a held request has recorded it."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        runs = client.get(f"/api/runs?state=awaiting_approval&agent={agent_id}").json["runs"]
+        if runs and runs[0]["id"] != not_this:
+            return runs[0]["id"]
+        time.sleep(0.05)
+    raise AssertionError("no run awaited approval")
+
+
+def decide(client, run_id, decisions):
+    return client.post(f"/api/runs/{run_id}/decisions", json={"decisions": decisions})
+
+
+@pytest.fixture
+def waiting():
+    """Run a client's request in a thread of its own, as a client that waits for its answer."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        yield pool.submit
+
+
+def test_an_approved_call_reaches_the_client_once_decided_and_not_before(app, client, waiting):
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    with proxy_client(app, "canvas") as sdk:
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        run_id = held_run(client)
+        time.sleep(0.5)
+        assert not answer.done()  # held: nothing of the response has reached the client
+        run = client.get(f"/api/runs/{run_id}").json
+        assert run["state"] == "awaiting_approval" and run["source"] == "proxy"
+        assert [call["status"] for call in run["pending_round"]["calls"]] == ["awaiting_approval"]
+
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert [(call.id, json.loads(call.function.arguments)) for call in message.tool_calls] == [
+        ("hero", {"component": "hero"})
+    ]
+    run = client.get(f"/api/runs/{run_id}").json
+    assert run["state"] == "finished" and run["stop_reason"] == "awaiting_client"
+    assert run["model_requests"] == 1 and len(run["rounds"]) == 1
+    assert run["rounds"][0]["calls"][0]["review"]["decision"] == "approved"
+    assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 409
+
+
+def test_an_edited_call_reaches_the_client_with_the_reviewers_arguments(app, client, waiting):
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    with proxy_client(app, "canvas") as sdk:
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        run_id = held_run(client)
+        refused = decide(client, run_id, {"hero": {"approve": True, "arguments": {"region": "header"}}})
+        assert refused.status_code == 400
+        assert refused.json["field"] == "decisions.hero.arguments"
+        assert "component" in refused.json["error"]
+
+        edited = {"component": "text", "region": "header"}
+        assert decide(client, run_id, {"hero": {"approve": True, "arguments": edited}}).status_code == 200
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert [(call.id, json.loads(call.function.arguments)) for call in message.tool_calls] == [("hero", edited)]
+
+
+def test_a_rejected_call_never_reaches_the_client_and_the_model_is_asked_again(app, client, waiting):
+    put_agent(client, script=[HERO, {"content": "I will not place a hero then."}])
+    with proxy_client(app, "canvas") as sdk:
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        run_id = held_run(client)
+        assert decide(client, run_id, {"hero": {"reject": "No heroes today."}}).status_code == 200
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert message.content == "I will not place a hero then." and not message.tool_calls
+    run = client.get(f"/api/runs/{run_id}").json
+    hidden, shown = run["rounds"]
+    assert hidden["shown_to_client"] is False and shown["shown_to_client"] is True
+    call = hidden["calls"][0]
+    assert (call["status"], call["reason"]) == ("rejected", "reviewer_rejected")
+    assert call["message"] == "Error: A reviewer rejected this tool call. No heroes today."
+    assert run["messages"][2] == {"role": "tool", "tool_call_id": "hero", "content": call["message"]}
+
+
+def test_a_call_no_one_decides_in_time_is_rejected_and_a_late_decision_is_refused(app, client, waiting):
+    put_agent(client, script=[HERO, {"content": "No one answered."}], approval_timeout_seconds=1)
+    with proxy_client(app, "canvas") as sdk:
+        started = time.monotonic()
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        run_id = held_run(client)
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert time.monotonic() - started >= 1
+    assert message.content == "No one answered." and not message.tool_calls
+    call = client.get(f"/api/runs/{run_id}").json["rounds"][0]["calls"][0]
+    assert (call["reason"], call["review"]["decision"]) == ("approval_timeout", "timed_out")
+    assert call["message"] == (
+        "Error: This tool call was not executed: it requires approval, and no one decided on it within 1 seconds."
+    )
+    late = decide(client, run_id, {"hero": {"approve": True}})
+    assert late.status_code == 409
+
+
+def test_a_streamed_request_keeps_its_connection_alive_while_held(app, client, waiting):
+    app.config["PROXY_KEEP_ALIVE_SECONDS"] = 0.3
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    with proxy_client(app, "canvas") as sdk:
+
+        def read_stream():
+            with sdk.chat.completions.with_streaming_response.create(
+                model="gpt-x", messages=[USER], tools=[PLACE], stream=True
+            ) as response:
+                return list(response.iter_lines())
+
+        lines = waiting(read_stream)
+        run_id = held_run(client)
+        time.sleep(1)
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        received = lines.result(timeout=WAIT)
+
+    assert received.count(": keep-alive") >= 2
+    chunks = [json.loads(line.removeprefix("data: ")) for line in received if line.startswith("data: {")]
+    calls = [call for chunk in chunks for call in chunk["choices"][0]["delta"].get("tool_calls") or []]
+    assert [call["id"] for call in calls] == ["hero"] and [line for line in received if line][-1] == "data: [DONE]"
+
+
+def test_two_decisions_racing_for_one_call_one_wins_the_other_gets_409(app, client, waiting):
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    with proxy_client(app, "canvas") as sdk:
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        run_id = held_run(client)
+        barrier = threading.Barrier(2)
+
+        def racer(decision):
+            barrier.wait(timeout=WAIT)
+            return app.test_client().post(f"/api/runs/{run_id}/decisions", json={"decisions": {"hero": decision}})
+
+        first = waiting(racer, {"approve": True})
+        second = waiting(racer, {"reject": "No."})
+        statuses = sorted([first.result(timeout=WAIT).status_code, second.result(timeout=WAIT).status_code])
+        answer.result(timeout=WAIT)
+
+    assert statuses == [200, 409]
+
+
+def test_a_client_that_went_away_sends_the_same_conversation_again_and_gets_the_decision(app, client, waiting):
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    with serving(app) as base_url:
+        gone = anthropic.Anthropic(base_url=f"{base_url}/proxy/canvas", api_key="any key", max_retries=0, timeout=1)
+        body = {"model": "claude-x", "max_tokens": 100, "messages": [{"role": "user", "content": USER["content"]}]}
+        tools = [{"name": "place_components", "input_schema": PLACE["function"]["parameters"]}]
+        with pytest.raises(anthropic.APITimeoutError):
+            gone.messages.create(**body, tools=tools)
+        run_id = held_run(client)
+
+        again = anthropic.Anthropic(base_url=f"{base_url}/proxy/canvas", api_key="any key", max_retries=0)
+        answer = waiting(again.messages.create, **body, tools=tools)
+        time.sleep(0.5)
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        message = answer.result(timeout=WAIT)
+
+    assert [(block.type, block.id, block.input) for block in message.content if block.type == "tool_use"] == [
+        ("tool_use", "hero", {"component": "hero"})
+    ]
+    runs = client.get("/api/runs?agent=canvas").json["runs"]
+    assert [run["id"] for run in runs] == [run_id]
+    assert client.get(f"/api/runs/{run_id}").json["model_requests"] == 1
