@@ -190,3 +190,91 @@ def test_a_client_that_went_away_sends_the_same_conversation_again_and_gets_the_
     runs = client.get("/api/runs?agent=canvas").json["runs"]
     assert [run["id"] for run in runs] == [run_id]
     assert client.get(f"/api/runs/{run_id}").json["model_requests"] == 1
+
+
+def test_a_streamed_messages_request_gets_the_text_before_the_hold_then_pings_then_the_call(app, client, waiting):
+    app.config["PROXY_KEEP_ALIVE_SECONDS"] = 0.3
+    put_agent(client, script=[{**HERO, "content": "Placing a hero."}, {"content": "Placed."}])
+    text_arrived = threading.Event()
+    with serving(app) as base_url:
+        sdk = anthropic.Anthropic(base_url=f"{base_url}/proxy/canvas", api_key="any key", max_retries=0)
+        tools = [{"name": "place_components", "input_schema": PLACE["function"]["parameters"]}]
+
+        def read_stream():
+            lines = []
+            with sdk.messages.with_streaming_response.create(
+                model="claude-x", max_tokens=100, messages=[USER], tools=tools, stream=True
+            ) as response:
+                for line in response.iter_lines():
+                    lines.append(line)
+                    if "hero." in line:  # the last word of the text, streamed word by word
+                        text_arrived.set()
+            return lines
+
+        lines = waiting(read_stream)
+        run_id = held_run(client)
+        assert text_arrived.wait(WAIT)  # the text the model wrote before its call, while the call waits
+        time.sleep(1.5)
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        received = lines.result(timeout=WAIT)
+
+    events = [line.removeprefix("event: ") for line in received if line.startswith("event: ")]
+    assert events.count("ping") >= 2
+    held = events.index("ping")
+    assert "content_block_delta" in events[:held] and events[held:].count("content_block_start") == 1
+    assert events[-1] == "message_stop"
+    tool_use = [json.loads(line[6:]) for line in received if line.startswith("data: ") and '"tool_use"' in line]
+    assert tool_use[0]["content_block"]["id"] == "hero"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_responses_client_waits_for_the_approval_of_its_call(app, client, waiting, stream):
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    function = {"type": "function", "name": "place_components", "parameters": PLACE["function"]["parameters"]}
+    with proxy_client(app, "canvas") as sdk:
+
+        def ask():
+            if not stream:
+                return sdk.responses.create(model="gpt-x", input=USER["content"], tools=[function])
+            with sdk.responses.stream(model="gpt-x", input=USER["content"], tools=[function]) as events:
+                return events.get_final_response()
+
+        answer = waiting(ask)
+        run_id = held_run(client)
+        edited = {"hero": {"approve": True, "arguments": {"component": "text"}}}
+        assert decide(client, run_id, edited).status_code == 200
+        response = answer.result(timeout=WAIT)
+
+    calls = [item for item in response.output if item.type == "function_call"]
+    assert [(call.call_id, json.loads(call.arguments)) for call in calls] == [("hero", {"component": "text"})]
+    assert client.get(f"/api/runs/{run_id}").json["api"] == "responses"
+
+
+def test_a_rejected_call_brings_the_collateral_message_to_the_other_calls_of_its_response(app, client, waiting):
+    both = {
+        "tool_calls": [
+            {"id": "hero", "name": "place_components", "arguments": {"component": "hero"}},
+            {"id": "layout", "name": "get_layout", "arguments": {}},
+        ]
+    }
+    put_agent(client, script=[both, {"content": "Understood."}])
+    get_layout = {"type": "function", "function": {"name": "get_layout", "parameters": {"type": "object"}}}
+    with proxy_client(app, "canvas") as sdk:
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE, get_layout])
+        run_id = held_run(client)
+        pending = client.get(f"/api/runs/{run_id}").json["pending_round"]["calls"]
+        assert [call["status"] for call in pending] == ["awaiting_approval", "allowed"]
+        assert decide(client, run_id, {"hero": {"reject": ""}}).status_code == 200
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert message.content == "Understood." and not message.tool_calls
+    calls = client.get(f"/api/runs/{run_id}").json["rounds"][0]["calls"]
+    assert [(call["id"], call["reason"], call["message"]) for call in calls] == [
+        ("hero", "reviewer_rejected", "Error: A reviewer rejected this tool call."),
+        (
+            "layout",
+            "not_run",
+            "Error: This tool call was not executed, because another call in the same response was rejected. Call "
+            "it again if you still need it.",
+        ),
+    ]
