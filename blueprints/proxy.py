@@ -20,7 +20,7 @@ from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
 from engine.proxy import responses as responses_api
 from services import proxy as proxy_service
-from services.settings import run_options
+from services.settings import allowed_networks, run_options
 from services.tracing import traced
 from store import NotFound
 from store import agents as agent_store
@@ -62,6 +62,9 @@ def answer_in(api, agent_id):
         "environ": options["environ"],
         "transport": options["transport"],
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
+        # Where the approval webhook's link leads, and what its address may be besides the rule's.
+        "run_url": url_for("runs.show_run", run_id=0, _external=True).removesuffix("/0") + "/{run_id}",
+        "allowed_networks": allowed_networks(),
     }
     try:
         if body.get("stream") is True:

@@ -9,6 +9,7 @@ No Flask here.
 import time
 from contextlib import ExitStack
 
+from engine.addresses import NOTHING_ALLOWED
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions
 from engine.proxy.serve import KEEP_ALIVE_SECONDS, StreamedAnswer
@@ -16,6 +17,7 @@ from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
 from engine.round import log_entry, write_log
 from engine.tools import default_registry
+from services.approval_webhooks import ApprovalWebhook
 from services.runs import LEASE_SECONDS
 from store import NotFound
 from store import agents as agent_store
@@ -32,9 +34,10 @@ class StoredRuns:
     """The agent's proxied runs in the database, as engine.proxy.serve keeps runs; a response held for approval waits
     in its run's row (its state and loop state), so a decision taken by any process releases it."""
 
-    def __init__(self, db, agent_id, lease_seconds=LEASE_SECONDS):
+    def __init__(self, db, agent_id, webhook=None, lease_seconds=LEASE_SECONDS):
         self.db = db
         self.agent_id = agent_id
+        self.webhook = webhook  # the agent's ApprovalWebhook, told when a call starts waiting
         self.lease_seconds = lease_seconds
 
     def find(self, conversation_key):
@@ -48,7 +51,10 @@ class StoredRuns:
 
     def hold(self, replaces, run, loop_state, new_log):
         run_id, conversation_key = replaces or (None, None)
-        return run_store.hold_proxied_run(self.db, run_id, run, conversation_key, loop_state, new_log)
+        saved = run_store.hold_proxied_run(self.db, run_id, run, conversation_key, loop_state, new_log)
+        if self.webhook is not None:
+            self.webhook.notify(saved)
+        return saved
 
     def held(self, run_id):
         return run_store.held_state(self.db, run_id)
@@ -64,15 +70,29 @@ class StoredRuns:
 
 
 def answer_and_record(
-    db, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
+    db,
+    agent_id,
+    body,
+    api=chat_completions,
+    *,
+    registry=None,
+    environ=None,
+    transport=None,
+    creator=None,
+    run_url="/runs/{run_id}",
+    allowed_networks=NOTHING_ALLOWED,
 ):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
     engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
     the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept (by `creator`,
     the request's credential, with the login on); a failed upstream request is a stored run with stop_reason
-    "error" and the Exchange's `error`."""
-    config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
-    exchange, run = serve(config, merged, request, upstream, StoredRuns(db, agent_id))
+    "error" and the Exchange's `error`. A response held for approval tells the agent's webhook (`run_url`: a run's
+    page, with {run_id}; `allowed_networks`: what the address rule allows besides its own)."""
+    webhooks = (run_url, allowed_networks)
+    config, merged, request, upstream, runs = _prepared(
+        db, agent_id, body, api, registry, environ, transport, creator, webhooks
+    )
+    exchange, run = serve(config, merged, request, upstream, runs)
     keep_answer(db, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
 
@@ -88,6 +108,8 @@ def stream_and_record(
     transport=None,
     creator=None,
     keep_alive_seconds=KEEP_ALIVE_SECONDS,
+    run_url="/runs/{run_id}",
+    allowed_networks=NOTHING_ALLOWED,
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
     The pieces hold a connection of their own until the stream ends, however it ends, and the run is recorded (and
@@ -96,8 +118,10 @@ def stream_and_record(
     held = ExitStack()
     db = held.enter_context(pooled_db(database_path))
     try:
-        config, merged, request, upstream = _prepared(db, agent_id, body, api, registry, environ, transport, creator)
-        runs = StoredRuns(db, agent_id)
+        webhooks = (run_url, allowed_networks)
+        config, merged, request, upstream, runs = _prepared(
+            db, agent_id, body, api, registry, environ, transport, creator, webhooks
+        )
         streamed = StreamedAnswer(config, merged, request, upstream, runs, keep_alive_seconds)
     except BaseException:
         held.close()
@@ -113,11 +137,16 @@ def stream_and_record(
     return request, streamed, pieces()
 
 
-def _prepared(db, agent_id, body, api, registry, environ, transport, creator):
+def _prepared(db, agent_id, body, api, registry, environ, transport, creator, webhooks):
     config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
     request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
-    upstream = upstream_for_agent(config, request.model, _connection_of(db, config.provider), environ, transport)
-    return config, merged, request, upstream
+    connections = _connection_of(db, config.provider)
+    upstream = upstream_for_agent(config, request.model, connections, environ, transport)
+    key_variable = connections[config.provider]["api_key_env"] if connections else None
+    secret = (environ or {}).get(key_variable) if key_variable else None
+    run_url, allowed_networks = webhooks
+    webhook = ApprovalWebhook(config.approval_webhook, run_url, allowed_networks, secret)
+    return config, merged, request, upstream, StoredRuns(db, agent_id, webhook)
 
 
 def keep_answer(db, agent_id, api, request, exchange, run, creator=None):

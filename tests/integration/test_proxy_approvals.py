@@ -278,3 +278,64 @@ def test_a_rejected_call_brings_the_collateral_message_to_the_other_calls_of_its
             "it again if you still need it.",
         ),
     ]
+
+
+class WebhookReceiver:
+    """A webhook on 127.0.0.1 that records each JSON POST, then answers with `status`, or hangs until released."""
+
+    def __init__(self, status=204, hang=False):
+        self.status = status
+        self.hang = hang
+        self.posts = []
+        self.received = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, environ, start_response):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        self.posts.append(json.loads(environ["wsgi.input"].read(length)))
+        self.received.set()
+        if self.hang:
+            self.release.wait(WAIT)
+        start_response(f"{self.status} Webhook", [("Content-Type", "text/plain")])
+        return [b""]
+
+
+@pytest.mark.parametrize(
+    "receiver",
+    [WebhookReceiver(), WebhookReceiver(status=500), WebhookReceiver(hang=True)],
+    ids=["answers", "fails", "hangs"],
+)
+def test_the_webhook_is_told_of_the_waiting_call_and_never_delays_the_run(app, client, waiting, receiver):
+    with serving(receiver) as hook_url:
+        put_agent(client, script=[HERO, {"content": "Placed."}], approval_webhook=f"{hook_url}/toolgate")
+        with proxy_client(app, "canvas") as sdk:
+            answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+            run_id = held_run(client)
+            assert receiver.received.wait(WAIT)
+            assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+            message = answer.result(timeout=WAIT).choices[0].message
+            receiver.release.set()
+
+    assert [call.id for call in message.tool_calls] == ["hero"]
+    assert receiver.posts == [
+        {
+            "event": "approval_requested",
+            "run_id": run_id,
+            "agent_id": "canvas",
+            "calls": [{"id": "hero", "tool": "place_components", "arguments": {"component": "hero"}}],
+            "url": f"{sdk.toolgate_url}/runs/{run_id}",
+        }
+    ]
+
+
+def test_a_webhook_at_a_forbidden_address_is_not_sent_and_the_run_goes_on(app, client, waiting, caplog):
+    put_agent(client, script=[HERO, {"content": "Placed."}], approval_webhook="http://169.254.169.254/hook")
+    with proxy_client(app, "canvas") as sdk:
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        run_id = held_run(client)
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        answer.result(timeout=WAIT)
+
+    assert f"The approval webhook of run {run_id} was not sent: its URL is not allowed: 169.254.169.254 is a cloud" in (
+        caplog.text
+    )
