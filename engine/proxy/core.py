@@ -16,8 +16,7 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import texts
-from ..approvals import REVIEWER_REJECTED, PendingRound
-from ..gate import Verdict, review_edited_arguments
+from ..approvals import PendingRound, decided_verdicts
 from ..providers import ProviderError, RequestSettings, read_completion
 from ..round import (
     AWAITING_CLIENT,
@@ -44,8 +43,6 @@ from .client_tools import proxy_view
 from .turn import current_turn
 
 NOT_RUN = "not_run"  # allowed by the gate, not run because another call of its response was rejected
-APPROVAL_TIMEOUT = "approval_timeout"  # the reason of a call no one decided on within approval_timeout_seconds
-TIMED_OUT = "timed_out"  # what the round records of such a call's review
 
 
 class UpstreamError(Exception):
@@ -214,29 +211,10 @@ class ProxyExchange:
         it to the client; otherwise None, the round hidden — each rejected call answered with its rejection, the
         others with the collateral message — and the model is asked again."""
         pending = decided.pending
-        verdicts, reviews = [], {}
-        for verdict in pending.verdicts:
-            call = verdict.call
-            if call.id in pending.awaiting:
-                decision = pending.decisions.get(call.id)
-                if decision is None:
-                    seconds = self.config.approval_timeout_seconds
-                    verdict = Verdict(call, False, APPROVAL_TIMEOUT, texts.APPROVAL_TIMED_OUT.format(seconds=seconds))
-                    reviews[call.id] = {"decision": TIMED_OUT, "by": None, "reason": None, "arguments": None}
-                else:
-                    reviews[call.id] = decision.review()
-                    if not decision.approve:
-                        message = texts.reviewer_rejected_message(decision.reason)
-                        verdict = Verdict(call, False, REVIEWER_REJECTED, message)
-                    elif decision.arguments is not None:
-                        verdict = replace(
-                            review_edited_arguments(call, decision.arguments, self.gate_config, self.registry),
-                            forced_arguments=decision.arguments,
-                        )
-            verdicts.append(verdict)
-        write_log(
-            rejection_entries(self.config.id, [verdict for verdict in verdicts if verdict.call.id in reviews]), self.log
-        )
+        timeout = self.config.approval_timeout_seconds
+        verdicts, reviews = decided_verdicts(pending, self.gate_config, self.registry, timeout)
+        decided = [verdict for verdict in verdicts if verdict.call.id in reviews]  # the gate's logged when held
+        write_log(rejection_entries(self.config.id, decided), self.log)
         records = tuple(replace(record, review=reviews.get(record.call.id)) for record in self.records(verdicts))
         round_ = replace(pending.round, calls=records)
         if all(verdict.allowed for verdict in verdicts):
