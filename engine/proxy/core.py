@@ -213,8 +213,8 @@ class ProxyExchange:
         pending = decided.pending
         timeout = self.config.approval_timeout_seconds
         verdicts, reviews = decided_verdicts(pending, self.gate_config, self.registry, timeout)
-        decided = [verdict for verdict in verdicts if verdict.call.id in reviews]  # the gate's logged when held
-        write_log(rejection_entries(self.config.id, decided), self.log)
+        reviewed = [verdict for verdict in verdicts if verdict.call.id in reviews]  # the gate's logged when held
+        write_log(rejection_entries(self.config.id, reviewed), self.log)
         records = tuple(replace(record, review=reviews.get(record.call.id)) for record in self.records(verdicts))
         round_ = replace(pending.round, calls=records)
         if all(verdict.allowed for verdict in verdicts):
