@@ -12,11 +12,14 @@ before anything is stored. No Flask here: the caller passes the database and the
 benchmarks use it outside a request.
 """
 
+import secrets
 import time
 
 import engine
+from engine.approvals import PendingRound
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy.approvals import DecisionRefused, decide_held, is_held
+from engine.review import GATE_KEY, decided_gate_run, held_gate_run
 from engine.types import AWAITING, FINISHED, INTERRUPTED, RUNNING
 from store import agents as agent_store
 from store import log as log_store
@@ -242,17 +245,55 @@ def repeat_and_store_run(db, run_id, **options):
     )
 
 
-def review_and_log_gate(db, agent_id, tool_calls, overrides=None, calls_so_far=None, *, artifacts=None, registry=None):
+def review_and_log_gate(
+    db,
+    agent_id,
+    tool_calls,
+    overrides=None,
+    calls_so_far=None,
+    *,
+    artifacts=None,
+    registry=None,
+    request_id=None,
+    lease_seconds=LEASE_SECONDS,
+):
     """The gate's verdict on one response of the stored agent, for clients that drive their own loop.
 
     Nothing executes. Its rejections are written to the log exactly as a run writes those of the same response,
-    without a run. Raises store.NotFound or ValidationError naming the field.
+    without a run. A response with calls that await approval is kept as a run awaiting approval (its `request_id`,
+    made up when the caller sent none, and `run_id` are in the answer); the caller asks again with the same
+    `request_id` and gets the same answer until each call is decided (or the agent's approval timeout has passed),
+    then the decided one. Raises store.NotFound or ValidationError naming the field.
     """
     agent = agent_store.get_agent(db, agent_id)
+    if request_id is not None:
+        held = run_store.proxied_run_with_conversation(db, agent_id, GATE_KEY + request_id)
+        if held is not None:
+            return _gate_outcome(db, held, registry, lease_seconds)
     review = engine.review_tool_calls(
         agent, tool_calls, overrides, registry=registry, calls_so_far=calls_so_far, artifacts=artifacts
     )
+    if "pending" in review:
+        request_id = request_id or secrets.token_hex(12)
+        run, loop_state = held_gate_run(
+            agent, overrides, {**review, "request_id": request_id}, request_id, registry=registry, now=time.time()
+        )
+        saved = run_store.save_run(db, {**run, "source": "api"}, loop_state)
+        return {**saved["gate_answer"], "run_id": saved["id"]}
     if review["log"]:
         with write_transaction(db):
             log_store.add_entries(db, review["log"])
     return review
+
+
+def _gate_outcome(db, run, registry, lease_seconds):
+    """A held gate API request asked again: the answer it had while its calls wait, else the decided one (the run
+    then ends, its calls the client's to run)."""
+    if run.get("state") == AWAITING:
+        _state, loop_state = run_store.held_state(db, run["id"])
+        pending = PendingRound.from_state(loop_state["proxy"]["pending"])
+        waiting = pending.undecided() and time.time() < loop_state["proxy"]["deadline"]
+        if not waiting and run_store.claim_run(db, run["id"], "release", time.time() + lease_seconds):
+            decided, log = decided_gate_run(run, loop_state, registry=registry)
+            run = run_store.continue_run(db, run["id"], decided, run["conversation"]["key"], log) or run
+    return {**run["gate_answer"], "run_id": run["id"]}

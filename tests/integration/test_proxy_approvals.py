@@ -339,3 +339,75 @@ def test_a_webhook_at_a_forbidden_address_is_not_sent_and_the_run_goes_on(app, c
     assert f"The approval webhook of run {run_id} was not sent: its URL is not allowed: 169.254.169.254 is a cloud" in (
         caplog.text
     )
+
+
+# --- The gate API: a caller that drives its own loop polls with its request_id -------------------------------
+
+
+def gate(client, **body):
+    return client.post("/api/agents/canvas/gate", json=body)
+
+
+BASH_CALLS = [
+    {"id": "rm", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "rm -rf build"}'}},
+    {"id": "ls", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+]
+
+
+def test_the_gate_api_says_a_call_awaits_approval_and_gives_the_decision_to_the_same_request_id(client):
+    put_agent(client, client_tools={"Bash": {"require_approval": True}, "ls": {}})
+    first = gate(client, tool_calls=BASH_CALLS, request_id="canvas-7")
+
+    assert first.status_code == 200
+    assert first.json["execute"] == [] and first.json["awaiting"] == ["rm"]
+    assert [(call["id"], call["status"]) for call in first.json["calls"]] == [
+        ("rm", "awaiting_approval"),
+        ("ls", "allowed"),
+    ]
+    run_id = first.json["run_id"]
+    assert client.get(f"/api/runs/{run_id}").json["state"] == "awaiting_approval"
+    again = gate(client, tool_calls=BASH_CALLS, request_id="canvas-7")
+    assert (again.json["run_id"], again.json["execute"]) == (run_id, [])
+
+    edited = {"command": "rm -rf build/cache"}
+    assert decide(client, run_id, {"rm": {"approve": True, "arguments": edited}}).status_code == 200
+    decided = gate(client, tool_calls=BASH_CALLS, request_id="canvas-7").json
+
+    assert decided["execute"] == ["rm", "ls"] and "awaiting" not in decided
+    assert decided["calls"][0]["arguments"] == edited and decided["tool_messages"] == []
+    run = client.get(f"/api/runs/{run_id}").json
+    assert run["state"] == "finished" and run["rounds"][0]["calls"][0]["review"]["decision"] == "approved"
+    assert gate(client, tool_calls=BASH_CALLS, request_id="canvas-7").json == decided
+    assert decide(client, run_id, {"rm": {"approve": True}}).status_code == 409
+
+
+def test_the_gate_api_gives_a_rejection_as_the_calls_tool_message(client):
+    put_agent(client, client_tools={"Bash": {"require_approval": True}})
+    first = gate(client, tool_calls=BASH_CALLS[:1]).json
+    assert first["request_id"] and first["awaiting"] == ["rm"]
+
+    assert decide(client, first["run_id"], {"rm": {"reject": "Not the build."}}).status_code == 200
+    decided = gate(client, tool_calls=BASH_CALLS[:1], request_id=first["request_id"]).json
+
+    assert decided["execute"] == []
+    assert decided["tool_messages"] == [
+        {"role": "tool", "tool_call_id": "rm", "content": "Error: A reviewer rejected this tool call. Not the build."}
+    ]
+
+
+def test_a_gate_api_call_no_one_decides_in_time_is_rejected_as_such(client):
+    put_agent(client, client_tools={"Bash": {"require_approval": True}}, approval_timeout_seconds=1)
+    first = gate(client, tool_calls=BASH_CALLS[:1], request_id="late").json
+    time.sleep(1.1)
+
+    decided = gate(client, tool_calls=BASH_CALLS[:1], request_id="late").json
+
+    assert decided["execute"] == [] and decided["calls"][0]["reason"] == "approval_timeout"
+    assert decide(client, first["run_id"], {"rm": {"approve": True}}).status_code == 409
+
+
+@pytest.mark.parametrize("request_id", ["", 7, "x" * 201, "line\nbreak"])
+def test_a_bad_request_id_is_refused_naming_it(client, request_id):
+    put_agent(client, client_tools={"Bash": {"require_approval": True}})
+    response = gate(client, tool_calls=BASH_CALLS[:1], request_id=request_id)
+    assert response.status_code == 400 and response.json["field"] == "request_id"
