@@ -14,7 +14,7 @@ retries) attaches to the held run and waits in its place, instead of asking the 
 import time
 import uuid
 
-from ..approvals import PendingRound
+from ..approvals import Decision, PendingRound
 from ..types import AWAITING
 from .core import Decided, Held, ProxyExchange, UpstreamError, drive
 from .recording import ClientConversation, continued_run, conversation_key, new_run, restored_history
@@ -218,10 +218,14 @@ class StreamedAnswer:
 
 
 class RunsInMemory:
-    """Proxied runs kept in a list, for a replay that records what a client drives (engine.proxy.replay)."""
+    """Proxied runs kept in a list, for a replay that records what a client drives (engine.proxy.replay). No person
+    waits on a replay: a held call is decided at once by `decisions` ({call id: decision}, engine.approvals), or else
+    is not decided in time."""
 
-    def __init__(self):
+    def __init__(self, decisions=None):
         self.runs = []
+        self.decisions = decisions or {}
+        self.loops = {}  # run id -> the loop state of a held run
 
     def find(self, conversation_key):
         return next(
@@ -240,3 +244,29 @@ class RunsInMemory:
             return None
         self.runs[run_id - 1] = {"id": run_id, **run}
         return self.runs[run_id - 1]
+
+    def hold(self, replaces, run, loop_state, new_log):
+        held = loop_state["proxy"]
+        pending = PendingRound.from_state(held["pending"])
+        chosen = {
+            call_id: Decision.from_json(self.decisions[call_id], call_id)
+            for call_id in pending.awaiting
+            if call_id in self.decisions
+        }
+        saved = (replaces and self.continue_run(replaces[0], run, replaces[1], new_log)) or self.save(run)
+        self.loops[saved["id"]] = {
+            "proxy": {**held, "pending": pending.with_decisions(chosen).to_state(), "deadline": 0}
+        }
+        return saved
+
+    def held(self, run_id):
+        return AWAITING, self.loops.get(run_id)
+
+    def take(self, run_id, claim):
+        return True
+
+    def put_loop(self, run_id, loop_state):
+        self.loops[run_id] = loop_state
+
+    def let_go(self, run_id):
+        """Nothing holds a run kept in memory."""
