@@ -328,8 +328,10 @@ def test_the_webhook_is_told_of_the_waiting_call_and_never_delays_the_run(app, c
     ]
 
 
-def test_a_webhook_at_a_forbidden_address_is_not_sent_and_the_run_goes_on(app, client, waiting, caplog):
+def test_a_webhook_no_longer_allowed_when_it_is_sent_is_not_sent_and_the_run_goes_on(app, client, waiting, caplog):
+    app.config["ALLOWED_NETWORKS"] = "169.254.169.254"  # allowed when the agent is saved, not when a call waits
     put_agent(client, script=[HERO, {"content": "Placed."}], approval_webhook="http://169.254.169.254/hook")
+    app.config["ALLOWED_NETWORKS"] = ""
     with proxy_client(app, "canvas") as sdk:
         answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
         run_id = held_run(client)
@@ -411,3 +413,12 @@ def test_a_bad_request_id_is_refused_naming_it(client, request_id):
     put_agent(client, client_tools={"Bash": {"require_approval": True}})
     response = gate(client, tool_calls=BASH_CALLS[:1], request_id=request_id)
     assert response.status_code == 400 and response.json["field"] == "request_id"
+
+
+def test_a_webhook_at_a_cloud_metadata_address_is_refused_when_the_agent_is_saved(client):
+    response = client.put(
+        "/api/agents/canvas", json={"label": "Canvas", "approval_webhook": "http://169.254.169.254/latest"}
+    )
+
+    assert response.status_code == 400 and response.json["field"] == "approval_webhook"
+    assert "169.254.169.254 is a cloud metadata address" in response.json["error"]
