@@ -422,3 +422,24 @@ def test_a_webhook_at_a_cloud_metadata_address_is_refused_when_the_agent_is_save
 
     assert response.status_code == 400 and response.json["field"] == "approval_webhook"
     assert "169.254.169.254 is a cloud metadata address" in response.json["error"]
+
+
+def test_a_streamed_client_that_closes_while_held_leaves_the_decision_pending_for_its_retry(app, client, waiting):
+    app.config["PROXY_KEEP_ALIVE_SECONDS"] = 0.3
+    put_agent(client, script=[HERO, {"content": "Placed."}])
+    with proxy_client(app, "canvas") as sdk:
+        stream = sdk.chat.completions.create(model="gpt-x", messages=[USER], tools=[PLACE], stream=True)
+        next(iter(stream))  # the answer has begun
+        run_id = held_run(client)
+        stream.close()
+        time.sleep(1)  # a keep-alive finds the client gone
+        assert client.get(f"/api/runs/{run_id}").json["state"] == "awaiting_approval"
+
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
+        time.sleep(0.5)
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert [call.id for call in message.tool_calls] == ["hero"]
+    assert [run["id"] for run in client.get("/api/runs?agent=canvas").json["runs"]] == [run_id]
+    assert client.get(f"/api/runs/{run_id}").json["model_requests"] == 1
