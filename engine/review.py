@@ -57,7 +57,9 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
     `calls_so_far`: what already ran in the client's run, either {tool name: count} (enough for
     max_calls_per_run) or the list of calls that ran, each with the arguments it ran with (what this answer's
     `arguments` said), which max_identical_calls needs. `artifacts`: {placeholder: content} of the artifacts the
-    client kept. Raises ValidationError naming the bad field."""
+    client kept. Calls that require approval come back `awaiting_approval`, none of the response to run yet, with
+    `pending` (engine.approvals.PendingRound's JSON) for held_gate_run. Raises ValidationError naming the bad
+    field."""
     if not isinstance(tool_calls, list):
         raise ValidationError({"tool_calls": "must be a list"})
     if len(tool_calls) > MAX_CALLS_PER_RESPONSE:
