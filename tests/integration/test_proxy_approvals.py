@@ -443,3 +443,28 @@ def test_a_streamed_client_that_closes_while_held_leaves_the_decision_pending_fo
     assert [call.id for call in message.tool_calls] == ["hero"]
     assert [run["id"] for run in client.get("/api/runs?agent=canvas").json["runs"]] == [run_id]
     assert client.get(f"/api/runs/{run_id}").json["model_requests"] == 1
+
+
+def test_a_held_response_later_in_a_conversation_continues_its_run(app, client, waiting):
+    layout = {"tool_calls": [{"id": "look", "name": "get_layout", "arguments": {}}]}
+    put_agent(client, script=[layout, HERO, {"content": "Placed."}])
+    get_layout = {"type": "function", "function": {"name": "get_layout", "parameters": {"type": "object"}}}
+    with proxy_client(app, "canvas") as sdk:
+        first = sdk.chat.completions.with_raw_response.create(model="gpt-x", messages=[USER], tools=[PLACE, get_layout])
+        run_id = int(first.headers["X-Toolgate-Run"])
+        looked = first.parse().choices[0].message
+        messages = [
+            USER,
+            looked.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": "look", "content": "[]"},
+        ]
+        answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=messages, tools=[PLACE, get_layout])
+        assert held_run(client) == run_id
+        assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        message = answer.result(timeout=WAIT).choices[0].message
+
+    assert [call.id for call in message.tool_calls] == ["hero"]
+    run = client.get(f"/api/runs/{run_id}").json
+    assert [run["id"] for run in client.get("/api/runs?agent=canvas").json["runs"]] == [run_id]
+    assert [[call["id"] for call in round_["calls"]] for round_ in run["rounds"]] == [["look"], ["hero"]]
+    assert run["rounds"][0]["calls"][0]["run_by"] == "client" and run["state"] == "finished"
