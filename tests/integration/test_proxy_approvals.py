@@ -368,6 +368,8 @@ def test_the_gate_api_says_a_call_awaits_approval_and_gives_the_decision_to_the_
     ]
     run_id = first.json["run_id"]
     assert client.get(f"/api/runs/{run_id}").json["state"] == "awaiting_approval"
+    page = client.get(f"/runs/{run_id}")
+    assert page.status_code == 200 and "Awaiting approval: 1 of 1 call to decide" in page.get_data(as_text=True)
     again = gate(client, tool_calls=BASH_CALLS, request_id="canvas-7")
     assert (again.json["run_id"], again.json["execute"]) == (run_id, [])
 
@@ -380,6 +382,7 @@ def test_the_gate_api_says_a_call_awaits_approval_and_gives_the_decision_to_the_
     run = client.get(f"/api/runs/{run_id}").json
     assert run["state"] == "finished" and run["rounds"][0]["calls"][0]["review"]["decision"] == "approved"
     assert gate(client, tool_calls=BASH_CALLS, request_id="canvas-7").json == decided
+    assert client.get(f"/runs/{run_id}").status_code == 200
     assert decide(client, run_id, {"rm": {"approve": True}}).status_code == 409
 
 
