@@ -1,6 +1,6 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, engine_loop, gate_scaling, gateway, history, import_time, mcp, proxy, tracing, web
+from . import approvals, concurrency, engine_loop, gate_scaling, gateway, history, import_time, mcp, proxy, tracing, web
 
 for report in (
     engine_loop.report,
@@ -10,6 +10,7 @@ for report in (
     concurrency.report,
     history.report,
     proxy.report,
+    approvals.report,
     tracing.report,
     mcp.report,
     gateway.report,
