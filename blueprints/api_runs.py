@@ -11,11 +11,11 @@ one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 4
 
 from flask import Blueprint, jsonify, request, url_for
 
-from blueprints import json_error, keyset_ids, whole_number
+from blueprints import json_error, keyset_ids, run_page_url_pattern, whole_number
 from engine import STOP_REASONS
 from engine.types import RUNNING
 from services import runs as run_service
-from services.settings import run_options
+from services.settings import allowed_networks, run_options
 from services.tracing import traced
 from store import runs as run_store
 from store.db import get_db
@@ -159,5 +159,7 @@ def review_gate(agent_id):
         registry=options["registry"],
         request_id=request_id,
         lease_seconds=options["lease_seconds"],
+        run_url=run_page_url_pattern(),
+        allowed_networks=allowed_networks(),
     )
     return jsonify(review)

@@ -13,7 +13,7 @@ from itertools import chain
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
 
-from blueprints import log_proxy_refusal
+from blueprints import log_proxy_refusal, run_page_url_pattern
 from blueprints.auth import request_credential
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
@@ -63,7 +63,7 @@ def answer_in(api, agent_id):
         "transport": options["transport"],
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
         # Where the approval webhook's link leads, and what its address may be besides the rule's.
-        "run_url": url_for("runs.show_run", run_id=0, _external=True).removesuffix("/0") + "/{run_id}",
+        "run_url": run_page_url_pattern(),
         "allowed_networks": allowed_networks(),
     }
     try:

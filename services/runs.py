@@ -16,11 +16,13 @@ import secrets
 import time
 
 import engine
+from engine.addresses import NOTHING_ALLOWED
 from engine.approvals import PendingRound
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy.approvals import DecisionRefused, decide_held, is_held
 from engine.review import GATE_KEY, decided_gate_run, held_gate_run
 from engine.types import AWAITING, FINISHED, INTERRUPTED, RUNNING
+from services.approval_webhooks import ApprovalWebhook
 from store import agents as agent_store
 from store import log as log_store
 from store import providers as provider_store
@@ -256,6 +258,8 @@ def review_and_log_gate(
     registry=None,
     request_id=None,
     lease_seconds=LEASE_SECONDS,
+    run_url="/runs/{run_id}",
+    allowed_networks=NOTHING_ALLOWED,
 ):
     """The gate's verdict on one response of the stored agent, for clients that drive their own loop.
 
@@ -263,7 +267,9 @@ def review_and_log_gate(
     without a run. A response with calls that await approval is kept as a run awaiting approval (its `request_id`,
     made up when the caller sent none, and `run_id` are in the answer); the caller asks again with the same
     `request_id` and gets the same answer until each call is decided (or the agent's approval timeout has passed),
-    then the decided one. Raises store.NotFound or ValidationError naming the field.
+    then the decided one; the agent's approval webhook is told (services.approval_webhooks: `run_url`, a run's page
+    with {run_id}; `allowed_networks`, what its address may be besides the rule's). Raises store.NotFound or
+    ValidationError naming the field.
     """
     agent = agent_store.get_agent(db, agent_id)
     if request_id is not None:
@@ -279,6 +285,7 @@ def review_and_log_gate(
             agent, overrides, {**review, "request_id": request_id}, request_id, registry=registry, now=time.time()
         )
         saved = run_store.save_run(db, {**run, "source": "api"}, loop_state)
+        ApprovalWebhook(saved["agent"]["approval_webhook"], run_url, allowed_networks).notify(saved)
         return {**saved["gate_answer"], "run_id": saved["id"]}
     if review["log"]:
         with write_transaction(db):

@@ -471,3 +471,21 @@ def test_a_held_response_later_in_a_conversation_continues_its_run(app, client, 
     assert [run["id"] for run in client.get("/api/runs?agent=canvas").json["runs"]] == [run_id]
     assert [[call["id"] for call in round_["calls"]] for round_ in run["rounds"]] == [["look"], ["hero"]]
     assert run["rounds"][0]["calls"][0]["run_by"] == "client" and run["state"] == "finished"
+
+
+def test_a_gate_api_call_that_starts_waiting_tells_the_webhook(client):
+    receiver = WebhookReceiver()
+    with serving(receiver) as hook_url:
+        put_agent(client, client_tools={"Bash": {"require_approval": True}}, approval_webhook=f"{hook_url}/hook")
+        first = gate(client, tool_calls=BASH_CALLS[:1], request_id="hooked").json
+        assert receiver.received.wait(WAIT)
+
+    assert receiver.posts == [
+        {
+            "event": "approval_requested",
+            "run_id": first["run_id"],
+            "agent_id": "canvas",
+            "calls": [{"id": "rm", "tool": "Bash", "arguments": {"command": "rm -rf build"}}],
+            "url": f"http://localhost/runs/{first['run_id']}",
+        }
+    ]
