@@ -2,8 +2,9 @@
 
 Load the agent and its provider connection, read the client's body, then engine.proxy.serve: the one sequence that
 finds the run the conversation continues, answers under the agent's policy and records the run — here into the
-runs table. Bad input (an unknown agent, a body the proxy cannot forward) raises before anything is sent or stored.
-No Flask here.
+runs table, where a response held for approval waits in its run's row, and the agent's approval webhook is told
+(services.approval_webhooks). Bad input (an unknown agent, a body the proxy cannot forward) raises before anything
+is sent or stored. No Flask here.
 """
 
 import time

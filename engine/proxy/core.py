@@ -6,6 +6,9 @@ upstream — the response, then one tool message per call id — and asked again
 gets the first response whose calls all pass (forced values written in), or an answer. At the cap the proxy does
 what `on_round_cap` says; a `require_usage` tool not yet run brings the reminder as a hidden request.
 
+A response whose calls pass the gate and include a call of a client tool that requires approval is held: the
+exchange yields `Held` and its driver (engine.proxy.serve) sends back the decisions (`Decided`) once taken.
+
 Pure: no HTTP and no storage here. The answer is a chat completion whatever API the client speaks: each API's
 module translates it out, and engine.proxy.serve records the exchange as a run.
 """
