@@ -61,6 +61,7 @@ def test_a_reviewer_edits_and_approves_a_held_call_on_the_run_page_and_the_clien
         row.get_by_label("Arguments (JSON)").fill('{"command": "rm -rf build"}')
         row.get_by_role("button", name="Approve with these arguments").click()
         expect(row.get_by_test_id("call-decision")).to_contain_text("Approved by a reviewer")
+        expect(pending.get_by_role("heading")).to_contain_text("Every call decided")
 
         message = answer.result(timeout=WAIT).choices[0].message
 

@@ -264,6 +264,9 @@ def test_a_rejected_call_brings_the_collateral_message_to_the_other_calls_of_its
         run_id = held_run(client)
         pending = client.get(f"/api/runs/{run_id}").json["pending_round"]["calls"]
         assert [call["status"] for call in pending] == ["awaiting_approval", "allowed"]
+        page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+        assert "Awaiting approval: 1 of 1 call to decide — nothing has run yet" in page
+        assert "sent to the client" not in page
         assert decide(client, run_id, {"hero": {"reject": ""}}).status_code == 200
         message = answer.result(timeout=WAIT).choices[0].message
 
