@@ -33,6 +33,7 @@ from blueprints import (
     tool_servers,
     traces,
 )
+from engine.proxy.serve import KEEP_ALIVE_SECONDS
 from engine.tools import default_registry
 from services import runs as run_service
 from services import settings
@@ -84,6 +85,8 @@ def create_app(test_config=None, instance_path=None):
         # Seconds a run step may overrun its model's timeout, and a run may wait for its next step, before it reads
         # "interrupted" (store/run_service.py).
         RUN_LEASE_SECONDS=run_service.LEASE_SECONDS,
+        # How often a streamed proxied answer held for approval keeps its connection alive (engine.proxy.serve).
+        PROXY_KEEP_ALIVE_SECONDS=KEEP_ALIVE_SECONDS,
         TRACE_URL=None,  # the run page links to its trace: a URL with {trace_id} (blueprints/traces.py)
         TELEMETRY_ENVIRON=None,  # None: the OTEL_* variables of os.environ; tests inject their own
     )

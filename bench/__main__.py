@@ -1,6 +1,19 @@
 """Benchmarks: `make bench`. Every figure is reported beside a baseline measured in the same process."""
 
-from . import concurrency, databases, engine_loop, gate_scaling, gateway, history, import_time, mcp, proxy, tracing, web
+from . import (
+    approvals,
+    concurrency,
+    databases,
+    engine_loop,
+    gate_scaling,
+    gateway,
+    history,
+    import_time,
+    mcp,
+    proxy,
+    tracing,
+    web,
+)
 
 for report in (
     engine_loop.report,
@@ -11,6 +24,7 @@ for report in (
     history.report,
     databases.report,
     proxy.report,
+    approvals.report,
     tracing.report,
     mcp.report,
     gateway.report,

@@ -121,6 +121,11 @@ def keyset_ids_or_400():
         abort(400, description=f"{error}.")
 
 
+def run_page_url_pattern():
+    """The address of a run's page with {run_id} in place of its id: the link an approval webhook is sent."""
+    return url_for("runs.show_run", run_id=0, _external=True).removesuffix("/0") + "/{run_id}"
+
+
 def json_error(status, message, field=None, errors=None, **extra):
     """Every JSON API error, in one shape: {"error": "field: message", "field": field or null, "errors": {field:
     message}}, with its 4xx status. `message` is the text without the field's name."""

@@ -21,7 +21,7 @@ from blueprints.forms.request_settings import PARALLEL_TOOL_CALLS_LABELS
 from engine import texts
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, TOOL_NAME_PATTERN, ValidationError, machine_name
 from services import policy_files
-from services.settings import schema_url, tool_registry
+from services.settings import allowed_networks, schema_url, tool_registry
 from store import NotFound, RevisionConflict
 from store import agents as agent_store
 from store import cases as case_store
@@ -133,9 +133,11 @@ def _submit(db, form, agent_id, create):
     data = form.agent_data(agent_id)
     try:
         if form.errors:
-            agent_store.validate(db, data, tool_registry().parameters_by_name())
+            agent_store.validate(db, data, tool_registry().parameters_by_name(), allowed_networks())
             return None, {}, None
-        saved = agent_store.save_agent(db, data, tool_registry().parameters_by_name(), create=create)
+        saved = agent_store.save_agent(
+            db, data, tool_registry().parameters_by_name(), create=create, allowed_networks=allowed_networks()
+        )
     except ValidationError as error:
         return None, error.errors, None
     except RevisionConflict as conflict:

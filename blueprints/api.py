@@ -14,7 +14,7 @@ from werkzeug.exceptions import BadRequest
 from blueprints import json_error
 from engine import tools_for_agent
 from engine.config import ValidationError
-from services.settings import tool_registry
+from services.settings import allowed_networks, tool_registry
 from store import agents as agent_store
 from store.db import get_db
 
@@ -65,7 +65,8 @@ def put_agent(agent_id):
         return json_error(400, message, "id")
     db = get_db()
     existed = agent_store.agent_exists(db, agent_id)
-    agent = agent_store.save_agent(db, {**data, "id": agent_id}, tool_registry().parameters_by_name())
+    known_tools = tool_registry().parameters_by_name()
+    agent = agent_store.save_agent(db, {**data, "id": agent_id}, known_tools, allowed_networks=allowed_networks())
     return jsonify(agent), 200 if existed else 201
 
 

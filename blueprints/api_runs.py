@@ -11,11 +11,11 @@ one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 4
 
 from flask import Blueprint, jsonify, request, url_for
 
-from blueprints import json_error, keyset_ids, whole_number
+from blueprints import json_error, keyset_ids, run_page_url_pattern, whole_number
 from engine import STOP_REASONS
 from engine.types import RUNNING
 from services import runs as run_service
-from services.settings import run_options
+from services.settings import allowed_networks, run_options
 from services.tracing import traced
 from store import runs as run_store
 from store.db import get_db
@@ -24,7 +24,8 @@ bp = Blueprint("api_runs", __name__, url_prefix="/api")
 
 RUN_FIELDS = ("message", "overrides")
 DECISION_FIELDS = ("decisions",)
-GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far", "artifacts")
+GATE_FIELDS = ("tool_calls", "overrides", "calls_so_far", "artifacts", "request_id")
+REQUEST_ID_MAX = 200
 MAX_NUMBERED_PAGE = 50  # ?page= reads through the runs before it: further back, pages go by id
 
 
@@ -135,12 +136,19 @@ def list_runs():
 
 @bp.post("/agents/<agent_id>/gate")
 def review_gate(agent_id):
-    """The gate's verdict on {"tool_calls", "overrides", "calls_so_far", "artifacts"}; nothing executes."""
+    """The gate's verdict on {"tool_calls", "overrides", "calls_so_far", "artifacts", "request_id"}; nothing
+    executes. Calls that await approval: the same `request_id` asked again answers with the decisions once taken."""
     data, failure = _json_object(GATE_FIELDS)
     if failure:
         return failure
     if "tool_calls" not in data:
         return json_error(400, "is required (the tool calls of one model response)", "tool_calls")
+    request_id = data.get("request_id")
+    if request_id is not None and not (
+        isinstance(request_id, str) and 0 < len(request_id) <= REQUEST_ID_MAX and request_id.isprintable()
+    ):
+        return json_error(400, f"must be a string of 1 to {REQUEST_ID_MAX} printable characters", "request_id")
+    options = run_options()
     review = run_service.review_and_log_gate(
         get_db(),
         agent_id,
@@ -148,6 +156,10 @@ def review_gate(agent_id):
         data.get("overrides"),
         data.get("calls_so_far"),
         artifacts=data.get("artifacts"),
-        registry=run_options()["registry"],
+        registry=options["registry"],
+        request_id=request_id,
+        lease_seconds=options["lease_seconds"],
+        run_url=run_page_url_pattern(),
+        allowed_networks=allowed_networks(),
     )
     return jsonify(review)

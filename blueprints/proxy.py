@@ -13,14 +13,14 @@ from itertools import chain
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
 
-from blueprints import log_proxy_refusal
+from blueprints import log_proxy_refusal, run_page_url_pattern
 from blueprints.auth import request_credential
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
 from engine.proxy import responses as responses_api
 from services import proxy as proxy_service
-from services.settings import run_options
+from services.settings import allowed_networks, run_options
 from services.tracing import traced
 from store import NotFound
 from store import agents as agent_store
@@ -62,6 +62,9 @@ def answer_in(api, agent_id):
         "environ": options["environ"],
         "transport": options["transport"],
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
+        # Where the approval webhook's link leads, and what its address may be besides the rule's.
+        "run_url": run_page_url_pattern(),
+        "allowed_networks": allowed_networks(),
     }
     database = current_app.config["DATABASE_URL"]
     close_db()  # what the checks before this read: the proxied request holds no connection while its model answers
@@ -91,7 +94,10 @@ def _upstream_error(api, error):
 def _streamed(api, database, agent_id, body, services):
     """A streamed answer, live: the response starts with the upstream's first chunk. An upstream that fails before
     it says anything is answered as an error with its status, like a request that was not streamed."""
-    client_request, streamed, pieces = proxy_service.stream_and_record(database, agent_id, body, api, **services)
+    keep_alive_seconds = current_app.config["PROXY_KEEP_ALIVE_SECONDS"]
+    client_request, streamed, pieces = proxy_service.stream_and_record(
+        database, agent_id, body, api, keep_alive_seconds=keep_alive_seconds, **services
+    )
     first = next(pieces, None)
     if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded
         traced(streamed.run)

@@ -8,8 +8,9 @@ empty). The round that waits keeps the gate's verdicts and the decisions taken s
 
 from dataclasses import dataclass, field, replace
 
+from . import texts
 from .config import DESCRIPTION_MAX, ValidationError
-from .gate import Verdict
+from .gate import Verdict, review_edited_arguments
 from .types import ALLOWED, AWAITING_APPROVAL, CallRecord, Round, ToolCall
 from .types import REJECTED as CALL_REJECTED
 
@@ -17,6 +18,8 @@ REVIEWER = "a reviewer"  # who decided, until there are logins
 APPROVED = "approved"
 REJECTED = "rejected"
 REVIEWER_REJECTED = "reviewer_rejected"  # the reason of a call a reviewer rejected
+APPROVAL_TIMEOUT = "approval_timeout"  # the reason of a call no one decided on within approval_timeout_seconds
+TIMED_OUT = "timed_out"  # what the round records of such a call's review
 DECISION_RULE = 'must be {"approve": true}, {"approve": true, "arguments": {...}} or {"reject": "reason"}'
 
 
@@ -152,3 +155,28 @@ def read_decisions(data, pending):
             raise ValidationError({f"decisions.{call_id}": f"is not a call awaiting approval (awaiting: {awaiting})"})
         decisions[call_id] = Decision.from_json(decision, f"decisions.{call_id}")
     return decisions
+
+
+def decided_verdicts(pending, config, registry, timeout_seconds):
+    """(the verdicts of a held round with its decisions applied, {call id: review}) — for a response held outside
+    the loop (the proxy, the gate API): an approved call keeps the gate's verdict, an edited one the verdict on the
+    reviewer's arguments (`config`, `registry`: the tools the gate reviewed against), a rejected one the reviewer's
+    rejection, and one still undecided is rejected as not decided within `timeout_seconds`."""
+    verdicts, reviews = [], {}
+    for verdict in pending.verdicts:
+        call = verdict.call
+        if call.id in pending.awaiting:
+            decision = pending.decisions.get(call.id)
+            if decision is None:
+                message = texts.APPROVAL_TIMED_OUT.format(seconds=timeout_seconds)
+                verdict = Verdict(call, False, APPROVAL_TIMEOUT, message)
+                reviews[call.id] = {"decision": TIMED_OUT, "by": None, "reason": None, "arguments": None}
+            else:
+                reviews[call.id] = decision.review()
+                if not decision.approve:
+                    verdict = Verdict(call, False, REVIEWER_REJECTED, texts.reviewer_rejected_message(decision.reason))
+                elif decision.arguments is not None:
+                    edited = review_edited_arguments(call, decision.arguments, config, registry)
+                    verdict = replace(edited, forced_arguments=decision.arguments) if edited.allowed else edited
+        verdicts.append(verdict)
+    return verdicts, reviews

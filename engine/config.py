@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from urllib.parse import urlsplit
 
 from .arguments import check_argument_descriptions, check_argument_rules, rules_from_json
 
@@ -30,6 +31,8 @@ MESSAGE_MAX = 10_000
 MAX_CALLS_PER_RUN_LIMIT = 10_000
 TOOL_CHOICE_MODES = ("auto", "required")
 MAX_TOKENS_LIMIT = 1_000_000
+APPROVAL_TIMEOUT_LIMIT = 3_600  # seconds: at most what a common client waits for an answer
+URL_MAX = 2_000
 SEED_LIMIT = 2**63  # a signed 64-bit integer, what OpenAI accepts
 SCRIPT_MAX_RESPONSES = 1_000
 MAX_CALLS_PER_RESPONSE = 128
@@ -72,6 +75,7 @@ CLIENT_TOOL_SETTING_DEFAULTS = MappingProxyType(
             "max_identical_calls",
             "argument_rules",
             "argument_descriptions",
+            "require_approval",
         )
     }
 )
@@ -98,6 +102,8 @@ AGENT_DEFAULTS = MappingProxyType(
         "tools": {},
         "client_tools": {},
         "script": [],
+        "approval_timeout_seconds": 300,
+        "approval_webhook": "",
         "revision": 1,
     }
 )
@@ -170,6 +176,8 @@ class AgentConfig:
     tools: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
     client_tools: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))  # name -> ToolSettings
     script: tuple = ()
+    approval_timeout_seconds: int = 300
+    approval_webhook: str = ""
     revision: int = 1
 
     def settings_for(self, tool_name):
@@ -308,6 +316,21 @@ def _check_request_settings(errors, agent):
     max_tokens = agent["max_tokens"]
     if max_tokens is not None and not (_is_int(max_tokens) and 1 <= max_tokens <= MAX_TOKENS_LIMIT):
         errors["max_tokens"] = f"must be empty (null) or a whole number from 1 to {MAX_TOKENS_LIMIT:,}"
+
+
+def _check_webhook(errors, url):
+    """`approval_webhook`: empty, or an http(s) URL. Where it points is judged when it is sent to (the address rule,
+    with what the operator allows: services.approval_webhooks), as for a provider connection's URL."""
+    if url == "":
+        return
+    try:
+        parts = urlsplit(url) if isinstance(url, str) else None
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        errors["approval_webhook"] = "must be empty or an http:// or https:// URL, such as https://hooks.example.com/x"
+    elif len(url) > URL_MAX:
+        errors["approval_webhook"] = f"must be at most {URL_MAX:,} characters"
 
 
 def _check_tool_settings(errors, prefix, tool_name, settings, defaults, parameters):
@@ -461,6 +484,8 @@ def validate_agent(data, known_tools=None):
     if agent["parallel_tool_calls"] is not None and not isinstance(agent["parallel_tool_calls"], bool):
         errors["parallel_tool_calls"] = "must be true, false or null"
     _check_request_settings(errors, agent)
+    _check_int(errors, "approval_timeout_seconds", agent["approval_timeout_seconds"], 1, APPROVAL_TIMEOUT_LIMIT)
+    _check_webhook(errors, agent["approval_webhook"])
     if not _is_int(agent["revision"]) or agent["revision"] < 1:
         errors["revision"] = "must be a whole number of at least 1"
     _check_tools(errors, agent["tools"], known_tools)

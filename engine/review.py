@@ -2,13 +2,18 @@
 and the tools to send the model, exactly as a run would send them."""
 
 from collections import Counter
+from dataclasses import replace
 
+from .approvals import PendingRound, decided_verdicts
 from .config import MAX_CALLS_PER_RESPONSE, ValidationError, json_value_problem, load_agent
 from .gate import identical_call_key
 from .proxy.client_tools import gate_api_view
-from .round import AwaitingApproval, ToolRound, review_round, write_log
+from .round import AWAITING_CLIENT, AwaitingApproval, ToolRound, rejection_entries, review_round, write_log
 from .tools import default_registry
-from .types import ModelResponse, Round, ToolCall
+from .types import ALLOWED, AWAITING_APPROVAL, FINISHED, REJECTED, CallRecord, ModelResponse, Round, RunRecord, ToolCall
+
+GATE_KEY = "gate:"  # a held gate API request's run is found by this prefix and the request's id
+GATE_REQUEST = "Gate API request {request_id}"  # such a run's message
 
 
 def _call_fields(data, where):
@@ -52,7 +57,9 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
     `calls_so_far`: what already ran in the client's run, either {tool name: count} (enough for
     max_calls_per_run) or the list of calls that ran, each with the arguments it ran with (what this answer's
     `arguments` said), which max_identical_calls needs. `artifacts`: {placeholder: content} of the artifacts the
-    client kept. Raises ValidationError naming the bad field."""
+    client kept. Calls that require approval come back `awaiting_approval`, none of the response to run yet, with
+    `pending` (engine.approvals.PendingRound's JSON) for held_gate_run. Raises ValidationError naming the bad
+    field."""
     if not isinstance(tool_calls, list):
         raise ValidationError({"tool_calls": "must be a list"})
     if len(tool_calls) > MAX_CALLS_PER_RESPONSE:
@@ -85,36 +92,115 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
         identical_so_far=identical,
         artifacts=_checked_artifacts(artifacts),
     )
-    match step:
-        case ToolRound():
-            restricted_tools = step.restricted_tools
-        case AwaitingApproval():  # the client's own loop asks its person: the gate allowed these calls
-            restricted_tools = ()
     log = []
     write_log(step.log, log)
+    match step:
+        case ToolRound():
+            return _gate_answer(step.verdicts, step.restricted_tools, log)
+        case AwaitingApproval():  # nothing of the response runs until a person decides (held_gate_run)
+            pending = PendingRound(step.round, step.verdicts, step.awaiting)
+            return {**_gate_answer(step.verdicts, (), log, step.awaiting), "pending": pending.to_state()}
+
+
+def _gate_answer(verdicts, restricted_tools, log, awaiting=()):
+    """The gate API's answer: while calls await approval, none is to run yet."""
     return {
-        "execute": [verdict.call.id for verdict in step.verdicts if verdict.allowed],
+        "execute": [] if awaiting else [verdict.call.id for verdict in verdicts if verdict.allowed],
         "calls": [
             {
                 "id": verdict.call.id,
                 "name": verdict.call.name,
-                "status": "allowed" if verdict.allowed else "rejected",
+                "status": AWAITING_APPROVAL
+                if verdict.call.id in awaiting
+                else "allowed"
+                if verdict.allowed
+                else "rejected",
                 "reason": verdict.reason,
                 "message": verdict.message,
                 "arguments": verdict.arguments,
                 "forced_arguments": verdict.forced_arguments or {},
                 "replaced_placeholders": list(verdict.replaced_placeholders),
             }
-            for verdict in step.verdicts
+            for verdict in verdicts
         ],
         "tool_messages": [
             {"role": "tool", "tool_call_id": verdict.call.id, "content": verdict.message}
-            for verdict in step.verdicts
+            for verdict in verdicts
             if not verdict.allowed
         ],
         "restricted_tools": list(restricted_tools),
+        **({"awaiting": list(awaiting)} if awaiting else {}),
         "log": log,
     }
+
+
+def held_gate_run(agent, overrides, answer, request_id, *, registry=None, now):
+    """(the run, its loop state) that keeps a gate API request whose calls await approval until a person decides
+    (engine.proxy.approvals.decide_held records the decisions): the agent as merged with `overrides`, the round
+    that waits, the deadline, the schemas its edited arguments are checked against."""
+    registry = registry or default_registry()
+    config, merged = load_agent(agent, overrides, known_tools=registry.parameters_by_name())
+    pending_state = answer["pending"]
+    pending = PendingRound.from_state(pending_state)
+    record = RunRecord(
+        agent_id=config.id,
+        message=GATE_REQUEST.format(request_id=request_id),
+        overrides=overrides or {},
+        agent=merged,
+        stop_reason=None,
+        answer=None,
+        error=None,
+        rounds=(),
+        messages=(),
+        rounds_used=0,
+        max_rounds=config.max_rounds,
+        sources=(),
+        layout=(),
+        log=tuple(answer["log"]),
+        duration_ms=0.0,
+        model_requests=0,
+        pending_round=pending.view(lambda _name: ""),
+    )
+    _gate_config, gate_registry = gate_api_view(config, registry)
+    schemas = {call.name: gate_registry.get(call.name).parameters for call in pending.round.response.tool_calls}
+    gate_answer = {key: value for key, value in answer.items() if key != "pending"}
+    run = {**record.to_json(), "conversation": {"key": GATE_KEY + request_id}, "gate_answer": gate_answer}
+    held = {"pending": pending_state, "deadline": now + config.approval_timeout_seconds, "schemas": schemas}
+    return run, {"proxy": held}
+
+
+def decided_gate_run(run, loop_state, *, registry=None):
+    """(the run of a held gate API request, decided — or past its deadline —, the log entries of its rejections):
+    its answer (`gate_answer`) says which calls run now, with which arguments, and the tool messages of the others."""
+    registry = registry or default_registry()
+    config, _merged = load_agent(run["agent"], known_tools=registry.parameters_by_name())
+    gate_config, gate_registry = gate_api_view(config, registry)
+    pending = PendingRound.from_state(loop_state["proxy"]["pending"])
+    verdicts, reviews = decided_verdicts(pending, gate_config, gate_registry, config.approval_timeout_seconds)
+    log = []
+    write_log(rejection_entries(config.id, [verdict for verdict in verdicts if verdict.call.id in reviews]), log)
+    records = tuple(
+        CallRecord(
+            verdict.call, ALLOWED, forced_arguments=verdict.forced_arguments, review=reviews.get(verdict.call.id)
+        )
+        if verdict.allowed
+        else CallRecord(verdict.call, REJECTED, verdict.reason, verdict.message, review=reviews.get(verdict.call.id))
+        for verdict in verdicts
+    )
+    round_ = replace(pending.round, calls=records).to_json()
+    answer = {**_gate_answer(verdicts, (), log), "request_id": run["gate_answer"]["request_id"], "run_id": run["id"]}
+    decided = {
+        **run,
+        "state": FINISHED,
+        "stop_reason": AWAITING_CLIENT,
+        "pending_round": None,
+        "rounds": [round_],
+        "log": [*run["log"], *log],
+        "tool_calls": sum(1 for record in records if record.status != REJECTED),
+        "rejected_calls": sum(1 for record in records if record.status == REJECTED),
+        "gate_answer": answer,
+    }
+    return {key: value for key, value in decided.items() if key not in ("id", "created_at")}, log
 
 
 CALLS_SO_FAR_RULE = (

@@ -40,6 +40,9 @@ RESTRICTION_LOG_ENTRY = (
     "All {count} tool calls in the response were rejected."
 )
 REVIEWER_REJECTED = "Error: A reviewer rejected this tool call."
+APPROVAL_TIMED_OUT = (
+    "Error: This tool call was not executed: it requires approval, and no one decided on it within {seconds} seconds."
+)
 STOPPED_CALL = "Error: This tool call was not executed, because a person stopped the run."
 RETRIEVED_CONTEXT_HEADER = "Documents retrieved for this question (cite them by id):"
 

@@ -19,6 +19,7 @@ from yaml.nodes import MappingNode, SequenceNode
 from engine.arguments import ACTIONS, RULE_DEFAULTS
 from engine.config import (
     AGENT_DEFAULTS,
+    APPROVAL_TIMEOUT_LIMIT,
     CLIENT_TOOL_SETTING_DEFAULTS,
     DESCRIPTION_MAX,
     ID_PATTERN,
@@ -34,6 +35,7 @@ from engine.config import (
     TOOL_MAPS,
     TOOL_NAME_PATTERN,
     TOOL_SETTING_DEFAULTS,
+    URL_MAX,
 )
 
 FILE_MAX_BYTES = 2 * 1024 * 1024
@@ -287,6 +289,8 @@ def agent_schema():
         "tools": {**tool_map, "additionalProperties": {"$ref": "#/$defs/tool_settings"}},
         "client_tools": {**tool_map, "additionalProperties": {"$ref": "#/$defs/client_tool_settings"}},
         "script": {"type": "array", "maxItems": SCRIPT_MAX_RESPONSES, "items": {"$ref": "#/$defs/response"}},
+        "approval_timeout_seconds": {"type": "integer", "minimum": 1, "maximum": APPROVAL_TIMEOUT_LIMIT},
+        "approval_webhook": _text(URL_MAX, pattern=r"^(https?://.+)?$", description="empty, or an http(s) URL"),
     }
     for key in FILE_FIELDS[1:]:
         fields[key]["default"] = AGENT_DEFAULTS[key]

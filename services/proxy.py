@@ -2,17 +2,23 @@
 
 Load the agent and its provider connection, read the client's body, then engine.proxy.serve: the one sequence that
 finds the run the conversation continues, answers under the agent's policy and records the run — here into the
-runs table. Bad input (an unknown agent, a body the proxy cannot forward) raises before anything is sent or stored.
-No Flask here.
+runs table, where a response held for approval waits in its run's row, and the agent's approval webhook is told
+(services.approval_webhooks). Bad input (an unknown agent, a body the proxy cannot forward) raises before anything
+is sent or stored. No Flask here.
 """
 
+import time
+
+from engine.addresses import NOTHING_ALLOWED
 from engine.config import SCRIPTED_PROVIDER
 from engine.proxy import chat_completions
-from engine.proxy.serve import StreamedAnswer
+from engine.proxy.serve import KEEP_ALIVE_SECONDS, StreamedAnswer
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
 from engine.round import log_entry, write_log
 from engine.tools import default_registry
+from services.approval_webhooks import ApprovalWebhook
+from services.runs import LEASE_SECONDS
 from store import NotFound
 from store import agents as agent_store
 from store import log as log_store
@@ -25,14 +31,17 @@ REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not se
 
 
 class StoredRuns:
-    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs. Each look-up and each write takes
-    a connection of the pool for itself alone and gives it back: a proxied request spends most of its time waiting
-    for its model, and holds no connection meanwhile (on PostgreSQL, a thousand requests in flight would otherwise
-    hold a thousand server connections)."""
+    """The agent's proxied runs in the database, as engine.proxy.serve keeps runs; a response held for approval waits
+    in its run's row (its state and loop state), so a decision taken by any process releases it. Each look-up and
+    each write takes a connection of the pool for itself alone and gives it back: a proxied request spends most of
+    its time waiting, for its model or for a decision, and holds no connection meanwhile (on PostgreSQL, a thousand
+    requests in flight would otherwise hold a thousand server connections)."""
 
-    def __init__(self, database_url, agent_id):
+    def __init__(self, database_url, agent_id, webhook=None, lease_seconds=LEASE_SECONDS):
         self.database_url = database_url
         self.agent_id = agent_id
+        self.webhook = webhook  # the agent's ApprovalWebhook, told when a call starts waiting
+        self.lease_seconds = lease_seconds
 
     def find(self, conversation_key):
         with pooled_db(self.database_url) as db:
@@ -46,33 +55,82 @@ class StoredRuns:
         with pooled_db(self.database_url) as db:
             return run_store.continue_run(db, run_id, run, conversation_key, new_log)
 
+    def hold(self, replaces, run, loop_state, new_log):
+        run_id, conversation_key = replaces or (None, None)
+        with pooled_db(self.database_url) as db:
+            saved = run_store.hold_proxied_run(db, run_id, run, conversation_key, loop_state, new_log)
+        if self.webhook is not None:
+            self.webhook.notify(saved)
+        return saved
+
+    def held(self, run_id):
+        with pooled_db(self.database_url) as db:
+            return run_store.held_state(db, run_id)
+
+    def take(self, run_id, claim):
+        with pooled_db(self.database_url) as db:
+            return run_store.claim_run(db, run_id, claim, time.time() + self.lease_seconds)
+
+    def put_loop(self, run_id, loop_state):
+        with pooled_db(self.database_url) as db:
+            run_store.save_loop_state(db, run_id, loop_state)
+
+    def let_go(self, run_id):
+        with pooled_db(self.database_url) as db:
+            run_store.let_go(db, run_id)
+
 
 def answer_and_record(
-    database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
+    database_url,
+    agent_id,
+    body,
+    api=chat_completions,
+    *,
+    registry=None,
+    environ=None,
+    transport=None,
+    creator=None,
+    run_url="/runs/{run_id}",
+    allowed_networks=NOTHING_ALLOWED,
 ):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
     engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
     the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept (by `creator`,
     the request's credential, with the login on); a failed upstream request is a stored run with stop_reason
-    "error" and the Exchange's `error`. No connection is held while the model answers (StoredRuns)."""
-    config, merged, request, upstream = _prepared(
-        database_url, agent_id, body, api, registry, environ, transport, creator
+    "error" and the Exchange's `error`. A response held for approval tells the agent's webhook (`run_url`: a run's
+    page, with {run_id}; `allowed_networks`: what the address rule allows besides its own). No connection is held
+    while the model answers or a decision is awaited (StoredRuns)."""
+    webhooks = (run_url, allowed_networks)
+    config, merged, request, upstream, runs = _prepared(
+        database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
     )
-    exchange, run = serve(config, merged, request, upstream, StoredRuns(database_url, agent_id))
+    exchange, run = serve(config, merged, request, upstream, runs)
     keep_answer(database_url, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
 
 
 def stream_and_record(
-    database_url, agent_id, body, api=chat_completions, *, registry=None, environ=None, transport=None, creator=None
+    database_url,
+    agent_id,
+    body,
+    api=chat_completions,
+    *,
+    registry=None,
+    environ=None,
+    transport=None,
+    creator=None,
+    keep_alive_seconds=KEEP_ALIVE_SECONDS,
+    run_url="/runs/{run_id}",
+    allowed_networks=NOTHING_ALLOWED,
 ):
     """(the ProxyRequest, the engine.proxy.serve.StreamedAnswer, the answer's pieces as the upstream writes them).
     The run is recorded (and the answer kept, for the Responses API) when the stream ends, however it ends: the
     stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
-    config, merged, request, upstream = _prepared(
-        database_url, agent_id, body, api, registry, environ, transport, creator
+    webhooks = (run_url, allowed_networks)
+    config, merged, request, upstream, runs = _prepared(
+        database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
     )
-    streamed = StreamedAnswer(config, merged, request, upstream, StoredRuns(database_url, agent_id))
+    streamed = StreamedAnswer(config, merged, request, upstream, runs, keep_alive_seconds)
 
     def pieces():
         try:
@@ -83,13 +141,17 @@ def stream_and_record(
     return request, streamed, pieces()
 
 
-def _prepared(database_url, agent_id, body, api, registry, environ, transport, creator):
+def _prepared(database_url, agent_id, body, api, registry, environ, transport, creator, webhooks):
     with pooled_db(database_url) as db:
         config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
         request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
-        connection = _connection_of(db, config.provider)
-    upstream = upstream_for_agent(config, request.model, connection, environ, transport)
-    return config, merged, request, upstream
+        connections = _connection_of(db, config.provider)
+    upstream = upstream_for_agent(config, request.model, connections, environ, transport)
+    key_variable = connections[config.provider]["api_key_env"] if connections else None
+    secret = (environ or {}).get(key_variable) if key_variable else None
+    run_url, allowed_networks = webhooks
+    webhook = ApprovalWebhook(config.approval_webhook, run_url, allowed_networks, secret)
+    return config, merged, request, upstream, StoredRuns(database_url, agent_id, webhook)
 
 
 def keep_answer(database_url, agent_id, api, request, exchange, run, creator=None):

@@ -12,11 +12,17 @@ before anything is stored. No Flask here: the caller passes the database and the
 benchmarks use it outside a request.
 """
 
+import secrets
 import time
 
 import engine
+from engine.addresses import NOTHING_ALLOWED
+from engine.approvals import PendingRound
 from engine.config import SCRIPTED_PROVIDER, ValidationError
+from engine.proxy.approvals import DecisionRefused, decide_held, is_held
+from engine.review import GATE_KEY, decided_gate_run, held_gate_run
 from engine.types import AWAITING, FINISHED, INTERRUPTED, RUNNING
+from services.approval_webhooks import ApprovalWebhook
 from store import agents as agent_store
 from store import log as log_store
 from store import providers as provider_store
@@ -168,15 +174,22 @@ def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, le
     not wait for approval) or ValidationError naming the call."""
 
     def decide(_stored, state):
+        if is_held(state["loop"]):  # a proxied response: its request, waiting, carries the decisions out
+            return decide_held(state, decisions, complete=complete, now=time.time())
         return engine.decide_run(state, decisions, complete=complete, documents=DocumentTable(db), registry=registry)
 
     _claim(db, run_id, "decide", time.time() + lease_seconds)
-    return _held(db, run_id, decide, lease_seconds)
+    try:
+        return _held(db, run_id, decide, lease_seconds)
+    except DecisionRefused as error:
+        raise RunConflict(str(error)) from None
 
 
 def stop_stored_run(db, run_id, *, registry=None, lease_seconds=LEASE_SECONDS):
     """Stop the run after its current step: now, when no step holds it. Returns the run (still running when a step
     holds it: that step stops it as it ends). Raises NotFound, or RunConflict when it has already ended."""
+    if is_held(run_store.held_state(db, run_id)[1]):
+        raise RunConflict("A proxied request waits for the decisions on this run's calls: approve or reject them.")
     if not run_store.request_stop(db, run_id):
         raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
     if not run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):
@@ -234,17 +247,60 @@ def repeat_and_store_run(db, run_id, **options):
     )
 
 
-def review_and_log_gate(db, agent_id, tool_calls, overrides=None, calls_so_far=None, *, artifacts=None, registry=None):
+def review_and_log_gate(
+    db,
+    agent_id,
+    tool_calls,
+    overrides=None,
+    calls_so_far=None,
+    *,
+    artifacts=None,
+    registry=None,
+    request_id=None,
+    lease_seconds=LEASE_SECONDS,
+    run_url="/runs/{run_id}",
+    allowed_networks=NOTHING_ALLOWED,
+):
     """The gate's verdict on one response of the stored agent, for clients that drive their own loop.
 
     Nothing executes. Its rejections are written to the log exactly as a run writes those of the same response,
-    without a run. Raises store.NotFound or ValidationError naming the field.
+    without a run. A response with calls that await approval is kept as a run awaiting approval (its `request_id`,
+    made up when the caller sent none, and `run_id` are in the answer); the caller asks again with the same
+    `request_id` and gets the same answer until each call is decided (or the agent's approval timeout has passed),
+    then the decided one; the agent's approval webhook is told (services.approval_webhooks: `run_url`, a run's page
+    with {run_id}; `allowed_networks`, what its address may be besides the rule's). Raises store.NotFound or
+    ValidationError naming the field.
     """
     agent = agent_store.get_agent(db, agent_id)
+    if request_id is not None:
+        held = run_store.proxied_run_with_conversation(db, agent_id, GATE_KEY + request_id)
+        if held is not None:
+            return _gate_outcome(db, held, registry, lease_seconds)
     review = engine.review_tool_calls(
         agent, tool_calls, overrides, registry=registry, calls_so_far=calls_so_far, artifacts=artifacts
     )
+    if "pending" in review:
+        request_id = request_id or secrets.token_hex(12)
+        run, loop_state = held_gate_run(
+            agent, overrides, {**review, "request_id": request_id}, request_id, registry=registry, now=time.time()
+        )
+        saved = run_store.save_run(db, {**run, "source": "api"}, loop_state)
+        ApprovalWebhook(saved["agent"]["approval_webhook"], run_url, allowed_networks).notify(saved)
+        return {**saved["gate_answer"], "run_id": saved["id"]}
     if review["log"]:
         with write_transaction(db):
             log_store.add_entries(db, review["log"])
     return review
+
+
+def _gate_outcome(db, run, registry, lease_seconds):
+    """A held gate API request asked again: the answer it had while its calls wait, else the decided one (the run
+    then ends, its calls the client's to run)."""
+    if run.get("state") == AWAITING:
+        _state, loop_state = run_store.held_state(db, run["id"])
+        pending = PendingRound.from_state(loop_state["proxy"]["pending"])
+        waiting = pending.undecided() and time.time() < loop_state["proxy"]["deadline"]
+        if not waiting and run_store.claim_run(db, run["id"], "release", time.time() + lease_seconds):
+            decided, log = decided_gate_run(run, loop_state, registry=registry)
+            run = run_store.continue_run(db, run["id"], decided, run["conversation"]["key"], log) or run
+    return {**run["gate_answer"], "run_id": run["id"]}

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from sqlalchemy.exc import IntegrityError
 
+from engine.addresses import NOTHING_ALLOWED, url_problem
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
 from . import ManagedByFile, NotFound, RevisionConflict, execute, get_row, insert_row, now, row_exists, select_rows
@@ -81,9 +82,11 @@ def agents_using_provider(db, provider_id):
     return [row["id"] for row in rows if json.loads(row["data"]).get("provider") == provider_id]
 
 
-def validate(db, data, known_tools):
-    """engine.config.validate_agent, plus what only storage knows: the provider connection must exist.
-    Returns the agent with defaults filled in; raises ValidationError."""
+def validate(db, data, known_tools, allowed_networks=NOTHING_ALLOWED):
+    """engine.config.validate_agent, plus what only storage knows: the provider connection must exist; and the
+    approval webhook must pass the address rule (engine.addresses, with what the operator allows in
+    `allowed_networks`), as a provider connection's URL does. Returns the agent with defaults filled in; raises
+    ValidationError."""
     errors = {}
     try:
         agent = validate_agent(data, known_tools)
@@ -98,6 +101,9 @@ def validate(db, data, known_tools):
     if "provider" not in errors and isinstance(provider, str) and provider != SCRIPTED_PROVIDER:
         if not row_exists(db, "providers", provider):
             errors["provider"] = f'no provider connection has the id "{provider}"'
+    if agent is not None and agent["approval_webhook"]:
+        if problem := url_problem(agent["approval_webhook"], allowed_networks):
+            errors["approval_webhook"] = problem
     if errors:
         raise ValidationError(errors)
     return agent
@@ -118,7 +124,7 @@ def _write_tools(db, agent):
         )
 
 
-def save_agent(db, data, known_tools, create=None):
+def save_agent(db, data, known_tools, create=None, allowed_networks=NOTHING_ALLOWED):
     """Validate and store an agent, in one transaction; returns the stored agent.
 
     create=None creates or replaces (the API's PUT), True only creates (an id in use is a validation error on
@@ -126,7 +132,7 @@ def save_agent(db, data, known_tools, create=None):
     stored one (RevisionConflict otherwise) and increments it; a new agent starts at revision 1. An agent a policy
     file manages is not replaced (ManagedByFile): `apply_policy` is its one writer.
     """
-    agent = validate(db, data, known_tools)
+    agent = validate(db, data, known_tools, allowed_networks)
     with write_transaction(db):
         _write_agent(db, agent, create)
     return get_agent(db, agent["id"])

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from urllib.parse import urlparse
 
 from engine.addresses import NOTHING_ALLOWED, url_problem
-from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, check_text, is_valid_id
+from engine.config import ID_RULE, LABEL_MAX, SCRIPTED_PROVIDER, URL_MAX, check_text, is_valid_id
 from engine.providers import REQUEST_FIELDS
 
 from . import ValidationError, execute, get_row, insert_row, row_exists, select_rows, update_row
@@ -24,7 +24,7 @@ ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 HEADER_NAME_PATTERN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 # Toolgate sets these itself: the key comes from the environment variable, never from a stored header.
 RESERVED_HEADERS = ("authorization", "content-type", "content-length", "host")
-URL_MAX = 2_000
+
 TIMEOUT_MAX = 3_600
 MAX_RETRIES_LIMIT = 10
 JSON_OPTION_MAX = 10_000  # characters of `headers` or `extra_body` as JSON

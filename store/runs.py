@@ -64,12 +64,14 @@ def _row(run):
     }
 
 
-def save_run(db, run):
+def save_run(db, run, loop_state=None):
     """Store a run and its log entries together (store.db.write_together); returns the run with `id` and
-    `created_at`."""
+    `created_at`. `loop_state`: what a proxied request held for approval needs to carry on."""
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     row = {**_row(result), "created_at": created_at}
+    if loop_state is not None:
+        row["loop_state"] = json.dumps(loop_state)
 
     def write(db):
         run_id = insert_row(db, "runs", row)
@@ -101,6 +103,10 @@ CLAIMS = {
     "resume": "state = 'running' AND lease_until < :now",
     "decide": "state = 'awaiting_approval' AND (stepping = 0 OR lease_until < :now)",
     "stop": "state != 'finished' AND (stepping = 0 OR lease_until < :now)",
+    # A proxied request held for approval carries out the decisions (release), or a request of the same conversation
+    # takes over the wait (attach).
+    "release": "state = 'awaiting_approval' AND stepping = 0",
+    "attach": "state = 'awaiting_approval' AND (stepping = 0 OR lease_until < :now)",
 }
 
 
@@ -195,12 +201,13 @@ def _run_from_row(row):
     return run
 
 
-def continue_run(db, run_id, run, conversation_key, new_log):
+def continue_run(db, run_id, run, conversation_key, new_log, loop_state=None):
     """Replace a proxied run that a client request continued, and add that request's log entries, in one
     transaction — unless another request continued it first (its conversation key is no longer
-    `conversation_key`): then nothing is written and the answer is None. Returns the run as stored."""
+    `conversation_key`): then nothing is written and the answer is None. Returns the run as stored. `loop_state`:
+    what a request held for approval needs to carry on (None once it is not held); the run is let go."""
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
-    row = _row(result)
+    row = {**_row(result), "loop_state": None if loop_state is None else json.dumps(loop_state), "stepping": 0}
     assignments = ", ".join(f"{column} = :{column}" for column in row)
 
     def write(db):
@@ -215,6 +222,35 @@ def continue_run(db, run_id, run, conversation_key, new_log):
 
     created_at = write_together(db, write)
     return None if created_at is None else {"id": run_id, **result, "created_at": created_at}
+
+
+def hold_proxied_run(db, run_id, run, conversation_key, loop_state, new_log):
+    """Store a proxied run whose request is held for approval, with its `loop_state`: in place of run `run_id` as
+    continue_run does, or as a new run when `run_id` is None or another request continued that run first. Returns
+    the run as stored."""
+    if run_id is not None:
+        saved = continue_run(db, run_id, run, conversation_key, new_log, loop_state)
+        if saved is not None:
+            return saved
+    return save_run(db, run, loop_state)
+
+
+def held_state(db, run_id):
+    """(the run's state, its loop state) of a proxied run held for approval: what its waiting request asks for."""
+    rows = select_rows(db, "SELECT state, loop_state FROM runs WHERE id = :run_id", {"run_id": run_id})
+    if not rows:
+        return None, None
+    return rows[0]["state"], json.loads(rows[0]["loop_state"]) if rows[0]["loop_state"] else None
+
+
+def save_loop_state(db, run_id, loop_state):
+    """Store the loop state of a run the caller holds, and let it go."""
+    with write_transaction(db):
+        execute(
+            db,
+            "UPDATE runs SET loop_state = :loop_state, stepping = 0 WHERE id = :run_id",
+            {"loop_state": json.dumps(loop_state), "run_id": run_id},
+        )
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):

@@ -65,6 +65,8 @@ def agent_form_data(agent):
             key: "" if agent[key] is None else str(agent[key]) for key in ("temperature", "top_p", "seed", "max_tokens")
         },
         "script": agent["script"] if isinstance(agent["script"], str) else json.dumps(agent["script"]),
+        "approval_timeout_seconds": str(agent["approval_timeout_seconds"]),
+        "approval_webhook": agent["approval_webhook"],
         "revision": str(agent["revision"]),
     }
     for name, settings in agent["tools"].items():

@@ -11,7 +11,7 @@ from wtforms.validators import ValidationError
 from wtforms.widgets import NumberInput
 
 from engine import texts
-from engine.config import AGENT_DEFAULTS, MAX_ROUNDS_LIMIT
+from engine.config import AGENT_DEFAULTS, APPROVAL_TIMEOUT_LIMIT, MAX_ROUNDS_LIMIT
 
 from .arguments import arguments_form_data
 from .fields import posted_text, posted_whole_number
@@ -84,6 +84,18 @@ class AgentForm(FlaskForm):
         f"“{texts.MAX_ROUNDS}”",
         render_kw={"rows": 2},
     )
+    approval_timeout_seconds = StringField(
+        "Approval timeout (seconds)",
+        default="300",
+        description="How long a call that requires approval waits for a decision, 1 to 3,600; past it the call is "
+        "rejected as not decided in time and the model is asked again.",
+        widget=NumberInput(min=1, max=APPROVAL_TIMEOUT_LIMIT),
+    )
+    approval_webhook = StringField(
+        "Approval webhook",
+        description="A URL that receives a JSON POST (the run, the tool, its arguments redacted, the link to "
+        "decide) when a call starts waiting for approval. Empty: none.",
+    )
     script = TextAreaField(
         "Script", default="[]", description=AGENT_SCRIPT_HELP, render_kw={"rows": 12, "spellcheck": "false"}
     )
@@ -124,6 +136,8 @@ class AgentForm(FlaskForm):
                 self.parallel_tool_calls.data, self.parallel_tool_calls.data
             ),
             **request_settings_data(self),
+            "approval_timeout_seconds": posted_whole_number(self.approval_timeout_seconds.data),
+            "approval_webhook": (self.approval_webhook.data or "").strip(),
             "tools": tools,
             "client_tools": {name: self.client_tools[name].settings() for name in self.client_tool_names},
             "script": getattr(self, "script_value", []),
@@ -191,6 +205,8 @@ def agent_to_form_data(agent, tools):
         "on_round_cap": agent["on_round_cap"],
         "max_rounds_message": agent["max_rounds_message"],
         **request_settings_form_data(agent),
+        "approval_timeout_seconds": str(agent["approval_timeout_seconds"]),
+        "approval_webhook": agent["approval_webhook"],
         "script": json.dumps(agent["script"], indent=2, ensure_ascii=False),
         "revision": str(agent["revision"]),
         "tools": tools_form_data(agent, tools),

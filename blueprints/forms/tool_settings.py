@@ -114,6 +114,11 @@ class ClientToolSettingsForm(Form):
     )
     max_calls_per_run = ToolSettingsForm.max_calls_per_run
     max_identical_calls = ToolSettingsForm.max_identical_calls
+    require_approval = BooleanField(
+        "Require approval",
+        description="A response that calls this tool is held, and its client waits, until a person approves, "
+        "edits or rejects each call of this tool.",
+    )
     new_argument = StringField(
         "Argument",
         description="The name of one of the tool's arguments, to give it a rule or a description.",
@@ -121,7 +126,7 @@ class ClientToolSettingsForm(Form):
     arguments = arguments_field(None)  # one per argument named: see client_tools_field
 
     def settings(self):
-        return _shared_settings(self)
+        return {**_shared_settings(self), "require_approval": self.require_approval.data}
 
 
 def client_tools_field(client_tools):

@@ -9,7 +9,7 @@ that never refers back). The gate, the re-asks, the counts and the recording nev
 """
 
 from .request import CHAT_COMPLETIONS, read_request
-from .stream import Call, End, Failure, Start, Text, server_sent_events
+from .stream import Call, End, Failure, KeepAlive, Start, Text, server_sent_events
 
 NAME = CHAT_COMPLETIONS
 
@@ -52,6 +52,8 @@ def completion_chunks(pieces, include_usage=False):
             )
         elif isinstance(piece, Failure):  # the upstream failed mid-stream: OpenAI's streams end with the error
             yield error_body(piece.status, piece.message, error_type="upstream_error")
+        elif isinstance(piece, KeepAlive):
+            yield piece
         elif isinstance(piece, End):
             yield chunk({}, piece.finish_reason)
             if include_usage:

@@ -6,6 +6,9 @@ upstream — the response, then one tool message per call id — and asked again
 gets the first response whose calls all pass (forced values written in), or an answer. At the cap the proxy does
 what `on_round_cap` says; a `require_usage` tool not yet run brings the reminder as a hidden request.
 
+A response whose calls pass the gate and include a call of a client tool that requires approval is held: the
+exchange yields `Held` and its driver (engine.proxy.serve) sends back the decisions (`Decided`) once taken.
+
 Pure: no HTTP and no storage here. The answer is a chat completion whatever API the client speaks: each API's
 module translates it out, and engine.proxy.serve records the exchange as a run.
 """
@@ -16,6 +19,7 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import texts
+from ..approvals import PendingRound, decided_verdicts
 from ..providers import ProviderError, RequestSettings, read_completion
 from ..round import (
     AWAITING_CLIENT,
@@ -25,16 +29,19 @@ from ..round import (
     TOOLS_DISABLED,
     Answered,
     AskAgain,
+    AwaitingApproval,
     ToolRound,
     ToolsDisabled,
     answer_round,
+    assistant_message,
     log_entry,
     next_step,
     offers_tools,
+    rejection_entries,
     round_cap_answer,
     write_log,
 )
-from ..types import ALLOWED, REJECTED, CallRecord, sum_usage
+from ..types import ALLOWED, REJECTED, CallRecord, Round, sum_usage
 from .client_tools import proxy_view
 from .turn import current_turn
 
@@ -66,6 +73,27 @@ class Exchange:
     message: str  # the turn's user message
     log: tuple
     requests: int
+    pending_round: Round | None = None  # while the exchange is held: the round that waits, as the run shows it
+
+
+@dataclass(frozen=True)
+class Held:
+    """What ProxyExchange.steps() yields when a response that passed the gate calls client tools that require
+    approval: nothing of it reaches the client until each such call is decided. `state` is the exchange so far as
+    plain JSON (ProxyExchange.restore takes it back: another request of the conversation may carry it on). The
+    driver sends back a Decided."""
+
+    pending: PendingRound
+    state: dict
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The held round with the decisions taken (engine.approvals); `timed_out`: the calls still undecided waited
+    past approval_timeout_seconds and are rejected as not decided in time."""
+
+    pending: PendingRound
+    timed_out: bool = False
 
 
 def upstream_tools(config, request):
@@ -120,7 +148,13 @@ class ProxyExchange:
         self.rounds, self.log = [], []
         self.requests = 0
 
-    def steps(self):
+    def steps(self, resumed=None):
+        """`resumed`: the (state, Decided) of a held exchange this one carries on (restore has taken its state)."""
+        if resumed is not None:
+            state, decided = resumed
+            outcome = self.carry_out_decisions(state["completion"], decided)
+            if outcome is not None:
+                return outcome
         while True:
             cap_answer = round_cap_answer(self.gate_config, self.rounds_used)
             if cap_answer is not None:
@@ -166,8 +200,58 @@ class ProxyExchange:
                         {"role": "tool", "tool_call_id": call.call.id, "content": call.message} for call in records
                     ]
                     self.hide(replace(step.round, calls=records), step.assistant, answers)
-                case _:  # AwaitingApproval: a client tool has no require_approval setting (engine.config)
-                    raise TypeError(f"the proxy does not hold a response for approval: {type(step).__name__}")
+                case AwaitingApproval():
+                    write_log(step.log, self.log)
+                    pending = PendingRound(step.round, step.verdicts, step.awaiting)
+                    decided = yield Held(pending, self.held_state(pending, completion))
+                    outcome = self.carry_out_decisions(completion, decided)
+                    if outcome is not None:
+                        return outcome
+
+    def carry_out_decisions(self, completion, decided):
+        """The held response decided: when every call of it is allowed (approved, edited), the Exchange that hands
+        it to the client; otherwise None, the round hidden — each rejected call answered with its rejection, the
+        others with the collateral message — and the model is asked again."""
+        pending = decided.pending
+        timeout = self.config.approval_timeout_seconds
+        verdicts, reviews = decided_verdicts(pending, self.gate_config, self.registry, timeout)
+        reviewed = [verdict for verdict in verdicts if verdict.call.id in reviews]  # the gate's logged when held
+        write_log(rejection_entries(self.config.id, reviewed), self.log)
+        records = tuple(replace(record, review=reviews.get(record.call.id)) for record in self.records(verdicts))
+        round_ = replace(pending.round, calls=records)
+        if all(verdict.allowed for verdict in verdicts):
+            client = self.client_completion(completion, verdicts)
+            return self.finish(client, AWAITING_CLIENT, None, round_)
+        answers = [{"role": "tool", "tool_call_id": call.call.id, "content": call.message} for call in records]
+        self.hide(round_, assistant_message(pending.round.response), answers)
+        return None
+
+    def held_state(self, pending, completion):
+        """The exchange while held, as plain JSON: what restore needs to carry it on."""
+        return {
+            "pending": pending.to_state(),
+            "completion": completion,
+            "messages": list(self.messages),
+            "rounds": [round_.to_json() for round_ in self.rounds],
+            "log": list(self.log),
+            "requests": self.requests,
+            "rounds_used": self.rounds_used,
+            "used_ids": sorted(self.used_ids),
+        }
+
+    def restore(self, state):
+        """Carry on a held exchange (held_state's JSON) in this one: the client sent the same conversation again."""
+        self.messages = list(state["messages"])
+        self.rounds = [Round.from_json(round_) for round_ in state["rounds"]]
+        self.log = list(state["log"])
+        self.requests = state["requests"]
+        self.rounds_used = state["rounds_used"]
+        self.used_ids = set(state["used_ids"])
+
+    def held_exchange(self, pending):
+        """The Exchange recorded while held: the rounds so far and the one that waits."""
+        view = pending.view(lambda _name: "")
+        return replace(self.exchange(None, None, None, None), pending_round=view)
 
     def records(self, verdicts):
         """The calls of a round: rejected ones with their message; allowed ones handed to the client, or not
@@ -265,11 +349,16 @@ def answer_request(config, request, ask, history=None):
     (engine.proxy.recording) — so the model remembers what it was told; the counts come from the client's messages
     either way. Returns the Exchange, a failure included."""
     exchange = ProxyExchange(config, request, history)
-    steps = exchange.steps()
+    return drive(exchange, exchange.steps(), ask)
+
+
+def drive(exchange, steps, ask):
+    """Carry out `steps` (the exchange's, or a driver's around them that may also yield what is not a body — a
+    keep-alive while held — and is sent None back): each body asked upstream. Returns the Exchange."""
     try:
-        body = next(steps)
+        item = next(steps)
         while True:
-            body = steps.send(ask(body))
+            item = steps.send(ask(item) if isinstance(item, dict) else None)
     except StopIteration as done:
         return done.value
     except UpstreamError as error:

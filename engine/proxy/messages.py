@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from ..config import TOOL_NAME_PATTERN, ValidationError
 from .request import read_request
-from .stream import Call, End, Failure, Start, Text, pieces_of, server_sent_events
+from .stream import Call, End, Failure, KeepAlive, Start, Text, pieces_of, server_sent_events
 
 NAME = "messages"
 
@@ -445,6 +445,8 @@ def message_events(pieces):
                 yield {"type": "content_block_delta", "index": index, "delta": delta}
         elif isinstance(piece, Failure):  # the upstream failed mid-stream: Anthropic's streams end with an error
             yield error_body(piece.status, piece.message)
+        elif isinstance(piece, KeepAlive):
+            yield {"type": "ping"}
         elif isinstance(piece, End):
             yield from close()
             open_block = None

@@ -15,7 +15,7 @@ the client never saw back before asking the model again.
 import hashlib
 import json
 
-from ..types import ALLOWED, CLIENT, EXECUTED, REJECTED, RunRecord, sum_usage
+from ..types import ALLOWED, AWAITING, CLIENT, EXECUTED, FINISHED, REJECTED, RunRecord, sum_usage
 
 PROXY_SOURCE = "proxy"
 
@@ -131,6 +131,7 @@ def new_run(agent, exchange, conversation, duration_ms, request, opening_length,
         log=exchange.log,
         duration_ms=duration_ms,
         model_requests=exchange.requests,
+        pending_round=exchange.pending_round,
     )
     return {
         **record.to_json(),
@@ -173,9 +174,11 @@ def continued_run(stored, agent, exchange, conversation, length, duration_ms):
     run = {
         **stored,
         "agent": agent,
+        "state": FINISHED if exchange.stop_reason is not None else AWAITING,
         "stop_reason": exchange.stop_reason,
         "answer": exchange.answer,
         "error": exchange.error.message if exchange.error else None,
+        "pending_round": exchange.pending_round.to_json() if exchange.pending_round is not None else None,
         "rounds": rounds,
         "messages": list(exchange.messages),
         "rounds_used": exchange.rounds_used,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from ..config import TOOL_NAME_PATTERN, ValidationError
 from . import chat_completions
 from .request import ProxyRequest, read_request
-from .stream import Call, End, Failure, Start, Text, pieces_of, server_sent_events
+from .stream import Call, End, Failure, KeepAlive, Start, Text, pieces_of, server_sent_events
 
 NAME = "responses"
 ROLES = ("user", "system", "developer", "assistant")
@@ -568,6 +568,9 @@ def response_events(pieces, request):
     }
     number = 0
     for piece in pieces:
+        if isinstance(piece, KeepAlive):
+            yield piece
+            continue
         for event in steps[type(piece)](piece):
             yield {**event, "sequence_number": number}
             number += 1

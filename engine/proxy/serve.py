@@ -4,38 +4,181 @@ replay and the tests all run (SPEC §8).
 Find the proxied run the client's conversation continues (engine.proxy.recording), answer under the agent's policy
 (engine.proxy.core), then record the run: the continued one, or a new one. Where runs are kept is the caller's: the
 app's database (services.proxy), or a `RunsInMemory` for a replay.
+
+A response held for approval (a client tool with `require_approval`) is recorded at once as a run awaiting
+approval, with the exchange so far, and the request waits for the decisions by asking `runs` again and again: a
+decision taken in another process releases it. The same conversation sent again (a client that went away and
+retries) attaches to the held run and waits in its place, instead of asking the model again.
 """
 
 import time
+import uuid
 
-from .core import ProxyExchange, answer_request
-from .recording import ClientConversation, continued_run, new_run, restored_history
-from .stream import LiveAnswer
+from ..approvals import Decision, PendingRound
+from ..types import AWAITING
+from .core import Decided, Held, ProxyExchange, UpstreamError, drive
+from .recording import ClientConversation, continued_run, conversation_key, new_run, restored_history
+from .stream import KeepAlive, LiveAnswer
 from .turn import continues_run
+
+HELD_KEY = "held:"  # a held run's conversation key: this prefix and the key of the conversation its client sent
+POLL_SECONDS = 0.25  # how often a held request asks whether its calls were decided
+KEEP_ALIVE_SECONDS = 10.0  # a held stream's keep-alive, under the 15 seconds clients and proxies wait for a byte
+ATTACH_ATTEMPTS = 20  # how many times a request that attaches tries to take the held run (a decision being written)
+
+
+class Superseded(UpstreamError):
+    """Another request of the same conversation now waits for the decisions in this one's place."""
+
+    def __init__(self):
+        super().__init__(
+            409, "Another request of this conversation now waits for the decision on its calls.", "conflict"
+        )
 
 
 class _Conversation:
     """A client request's conversation, and the stored run it continues (if any): what answering it needs, and how
     its exchange is recorded."""
 
-    def __init__(self, request, runs):
+    def __init__(self, request, runs, keep_alive_seconds=KEEP_ALIVE_SECONDS):
         self.request = request
         self.runs = runs
+        self.keep_alive_seconds = keep_alive_seconds
         self.digest = ClientConversation(request.messages)
         self.point = self.digest.point
+        self.held_key = HELD_KEY + conversation_key(request.messages)
+        held = runs.find(self.held_key)
+        self.attached = held if held is not None and held.get("state") == AWAITING else None
         self.stored = runs.find(self.point[0]) if self.point else None
         self.history = restored_history(self.stored, request.messages, self.point[1]) if self.stored else None
+        self.base = self.stored if self.stored is not None and continues_run(request, self.point[1]) else None
+        self.opening = len(request.messages if self.history is None else self.history)
+        self.held = None  # (run id, waiter) once this request's exchange is held
+        self.held_run = None  # the run as recorded while held
+        self.waiting = False  # the request waits for decisions: whatever ends it, the held run stays as it is
+        self.logged = 0  # how many of the exchange's log entries the held run has stored
+
+    def run_of(self, agent, exchange, duration_ms):
+        """(the run of the exchange, (the id, the conversation key) of the stored run it replaces, or None)."""
+        if self.held is not None:
+            replaces = (self.held[0], self.held_key)
+        else:
+            replaces = (self.base["id"], self.point[0]) if self.base is not None else None
+        if self.base is not None:
+            return continued_run(self.base, agent, exchange, self.digest, self.point[1], duration_ms), replaces
+        return self.new_run(agent, exchange, duration_ms), replaces
+
+    def new_run(self, agent, exchange, duration_ms):
+        continues = self.stored["id"] if self.stored is not None else None
+        return new_run(agent, exchange, self.digest, duration_ms, self.request, self.opening, continues)
 
     def record(self, agent, exchange, duration_ms):
-        request, stored, point = self.request, self.stored, self.point
-        if stored is not None and continues_run(request, point[1]):
-            run = continued_run(stored, agent, exchange, self.digest, point[1], duration_ms)
-            saved = self.runs.continue_run(stored["id"], run, point[0], exchange.log)
+        if self.waiting:  # the client went away, or another request took over: the decision stays pending
+            return self.held_run
+        run, replaces = self.run_of(agent, exchange, duration_ms)
+        if replaces is not None:
+            saved = self.runs.continue_run(replaces[0], run, replaces[1], exchange.log[self.logged :])
             if saved is not None:
                 return saved
-        continues = stored["id"] if stored is not None else None
-        opening = len(request.messages if self.history is None else self.history)
-        return self.runs.save(new_run(agent, exchange, self.digest, duration_ms, request, opening, continues))
+            if self.base is not None:  # another request continued the run first: this one starts its own
+                run = self.new_run(agent, exchange, duration_ms)
+        return self.runs.save(run)
+
+    def steps(self, agent, exchange, started):
+        """`exchange.steps()` with its holds carried out here: yields each body to send upstream, and KeepAlive while
+        the request waits for decisions; returns the Exchange."""
+        resumed = None
+        if self.attached is not None:
+            resumed = yield from self.attach(exchange)
+        inner = exchange.steps(resumed)
+        value = None
+        while True:
+            try:
+                item = inner.send(value)
+            except StopIteration as done:
+                return done.value
+            if isinstance(item, Held):
+                self.hold(agent, exchange, item, started)
+                _state, value = yield from self.wait()
+            else:
+                value = yield item
+
+    def attach(self, exchange):
+        """Wait in the place of the request that holds the same conversation (it went away, or will give way);
+        returns the (held state, Decided) the exchange resumes with."""
+        run_id = self.attached["id"]
+        self.waiting, self.held_run = True, self.attached
+        for _attempt in range(ATTACH_ATTEMPTS):
+            if self.runs.take(run_id, "attach"):
+                break
+            time.sleep(POLL_SECONDS)
+        else:
+            raise Superseded()
+        run_state, loop = self.runs.held(run_id)
+        if run_state != AWAITING or not (loop or {}).get("proxy"):
+            self.runs.let_go(run_id)
+            raise Superseded()
+        waiter = uuid.uuid4().hex
+        held = {**loop["proxy"], "waiter": waiter}
+        self.runs.put_loop(run_id, {**loop, "proxy": held})
+        self.base, self.stored, self.opening = (held["context"][key] for key in ("base", "stored", "opening"))
+        exchange.restore(held)
+        self.held, self.logged = (run_id, waiter), len(held["log"])
+        return (yield from self.wait())
+
+    def hold(self, agent, exchange, held, started):
+        """Record the run as awaiting approval, with what carrying the exchange on needs."""
+        duration_ms = (time.perf_counter() - started) * 1000
+        run, replaces = self.run_of(agent, exchange.held_exchange(held.pending), duration_ms)
+        run["conversation"] = {"key": self.held_key, "upstream_length": len(held.state["messages"])}
+        waiter = uuid.uuid4().hex
+        loop = {
+            "proxy": {
+                **held.state,
+                "context": {"base": self.base, "stored": self.stored, "opening": self.opening},
+                "deadline": time.time() + exchange.config.approval_timeout_seconds,
+                "waiter": waiter,
+                "schemas": {tool.name: tool.parameters for tool in exchange.request.declared},
+            }
+        }
+        self.held_run = self.runs.hold(replaces, run, loop, exchange.log[self.logged :])
+        self.held = (self.held_run["id"], waiter)
+        self.logged = len(exchange.log)
+
+    def wait(self):
+        """Ask for the decisions until they are all taken or the time to take them has passed, with a KeepAlive
+        now and then. Returns (the held state, the Decided); raises Superseded when another request took over."""
+        self.waiting = True
+        last = time.monotonic()
+        while True:
+            outcome = self.decided()
+            if outcome is not None:
+                self.waiting = False
+                return outcome
+            time.sleep(POLL_SECONDS)
+            if time.monotonic() - last >= self.keep_alive_seconds:
+                last = time.monotonic()
+                yield KeepAlive()
+
+    def decided(self):
+        """(the held state, the Decided) once every call is decided or the deadline has passed and this request
+        holds the run to carry it out (no other does, and no decision is being written); None meanwhile."""
+        run_id, waiter = self.held
+        run_state, loop = self.runs.held(run_id)
+        held = (loop or {}).get("proxy")
+        if run_state != AWAITING or held is None or held["waiter"] != waiter:
+            raise Superseded()
+        if PendingRound.from_state(held["pending"]).undecided() and time.time() < held["deadline"]:
+            return None
+        if not self.runs.take(run_id, "release"):
+            return None
+        _run_state, loop = self.runs.held(run_id)
+        held = loop["proxy"]
+        if held["waiter"] != waiter:
+            self.runs.let_go(run_id)
+            raise Superseded()
+        pending = PendingRound.from_state(held["pending"])
+        return held, Decided(pending, timed_out=bool(pending.undecided()))
 
 
 def answer_and_record(config, agent, request, ask, runs):
@@ -43,38 +186,46 @@ def answer_and_record(config, agent, request, ask, runs):
     snapshot); `request`: the ProxyRequest; `ask(body)`: the upstream (engine.proxy.upstream); `runs`: where proxied
     runs are kept — `find(conversation key)` the latest run whose client holds that conversation, or None;
     `save(run)` stores a new run and returns it with its id; `continue_run(run id, run, conversation key, new log
-    entries)` replaces a run unless another request continued it first (then None)."""
+    entries)` replaces a run unless another request continued it first (then None); and for responses held for
+    approval `hold`, `held`, `take`, `put_loop` and `let_go` (services.proxy.StoredRuns)."""
     conversation = _Conversation(request, runs)
     started = time.perf_counter()
-    exchange = answer_request(config, request, ask, conversation.history)
-    return exchange, conversation.record(agent, exchange, (time.perf_counter() - started) * 1000)
+    exchange = ProxyExchange(config, request, conversation.history)
+    answered = drive(exchange, conversation.steps(agent, exchange, started), ask)
+    return answered, conversation.record(agent, answered, (time.perf_counter() - started) * 1000)
 
 
 class StreamedAnswer:
     """A streamed request, answered as the upstream writes and recorded when its stream ends, however it ends (the
     client going away included): `pieces()` for the client (engine.proxy.stream), then `run`, as recorded."""
 
-    def __init__(self, config, agent, request, upstream, runs):
+    def __init__(self, config, agent, request, upstream, runs, keep_alive_seconds=KEEP_ALIVE_SECONDS):
         self.agent = agent
-        self.conversation = _Conversation(request, runs)
+        self.conversation = _Conversation(request, runs, keep_alive_seconds)
         own_id = f"chatcmpl-toolgate-{time.time_ns()}"
-        self.live = LiveAnswer(ProxyExchange(config, request, self.conversation.history), upstream, own_id)
+        exchange = ProxyExchange(config, request, self.conversation.history)
+        self.started = time.perf_counter()
+        steps = self.conversation.steps(agent, exchange, self.started)
+        self.live = LiveAnswer(exchange, upstream, own_id, steps)
         self.run = None
 
     def pieces(self):
-        started = time.perf_counter()
         try:
             yield from self.live.pieces()
         finally:
-            duration_ms = (time.perf_counter() - started) * 1000
+            duration_ms = (time.perf_counter() - self.started) * 1000
             self.run = self.conversation.record(self.agent, self.live.exchange, duration_ms)
 
 
 class RunsInMemory:
-    """Proxied runs kept in a list, for a replay that records what a client drives (engine.proxy.replay)."""
+    """Proxied runs kept in a list, for a replay that records what a client drives (engine.proxy.replay). No person
+    waits on a replay: a held call is decided at once by `decisions` ({call id: decision}, engine.approvals), or else
+    is not decided in time."""
 
-    def __init__(self):
+    def __init__(self, decisions=None):
         self.runs = []
+        self.decisions = decisions or {}
+        self.loops = {}  # run id -> the loop state of a held run
 
     def find(self, conversation_key):
         return next(
@@ -93,3 +244,29 @@ class RunsInMemory:
             return None
         self.runs[run_id - 1] = {"id": run_id, **run}
         return self.runs[run_id - 1]
+
+    def hold(self, replaces, run, loop_state, new_log):
+        held = loop_state["proxy"]
+        pending = PendingRound.from_state(held["pending"])
+        chosen = {
+            call_id: Decision.from_json(self.decisions[call_id], call_id)
+            for call_id in pending.awaiting
+            if call_id in self.decisions
+        }
+        saved = (replaces and self.continue_run(replaces[0], run, replaces[1], new_log)) or self.save(run)
+        self.loops[saved["id"]] = {
+            "proxy": {**held, "pending": pending.with_decisions(chosen).to_state(), "deadline": 0}
+        }
+        return saved
+
+    def held(self, run_id):
+        return AWAITING, self.loops.get(run_id)
+
+    def take(self, run_id, claim):
+        return True
+
+    def put_loop(self, run_id, loop_state):
+        self.loops[run_id] = loop_state
+
+    def let_go(self, run_id):
+        """Nothing holds a run kept in memory."""

@@ -41,6 +41,12 @@ class End:
     usage: dict | None
 
 
+@dataclass(frozen=True)
+class KeepAlive:
+    """The answer is held for approval: the client's stream is kept alive in its API's own way (an SSE comment for
+    OpenAI's APIs, a `ping` event for Anthropic's)."""
+
+
 def pieces_of(completion):
     """The pieces of a chat completion the proxy has answered with."""
     choice = completion["choices"][0]
@@ -59,6 +65,9 @@ def server_sent_events(events, named=False):
     """Each event (a JSON-able dict) as a server-sent event; `named`: with its `type` as the event's name, as the
     Responses and Messages APIs send them."""
     for event in events:
+        if isinstance(event, KeepAlive):
+            yield b": keep-alive\n\n"
+            continue
         data = json.dumps(event, ensure_ascii=False)
         yield (f"event: {event['type']}\ndata: {data}\n\n" if named else f"data: {data}\n\n").encode()
 
@@ -140,10 +149,13 @@ class LiveAnswer:
     is the request's Exchange whose answer is exactly what the client received — its text, every delta it was sent
     — or, when the upstream failed or the client went away (cancelled), how far it got."""
 
-    def __init__(self, exchange, upstream, own_id):
+    def __init__(self, exchange, upstream, own_id, steps=None):
         self.proxy_exchange = exchange
         self.upstream = upstream
         self.own_id = own_id
+        self.steps = (
+            steps  # the exchange's steps as its driver carries them out (engine.proxy.serve); by default its own
+        )
         self.exchange = None
         self.shown = []  # every text delta the client was sent
 
@@ -153,11 +165,17 @@ class LiveAnswer:
         return Start(head.get("id") or self.own_id, model, head.get("created") or 0, extra)
 
     def pieces(self):
-        steps = self.proxy_exchange.steps()
+        steps = self.steps if self.steps is not None else self.proxy_exchange.steps()
         started, last_text = False, ""
         try:
             body = next(steps)
             while True:
+                while isinstance(body, KeepAlive):  # held for approval: the text so far has reached the client
+                    if not started:
+                        started = True
+                        yield self.start({})
+                    yield body
+                    body = steps.send(None)
                 assembly, last_text = Assembly(), ""
                 chunks = self.upstream.stream(body)
                 try:

@@ -127,6 +127,8 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
             "read_document": {"return_directly": True, "description_override": "Read it."},
         },
         script=[{"content": "Hi"}],
+        approval_timeout_seconds=45,
+        approval_webhook="https://hooks.example.com/toolgate",
     )
     assert response.status_code == 303
     assert response.headers["Location"] == "/agents/shop_helper"
@@ -179,6 +181,8 @@ def test_create_redirects_to_the_agent_and_stores_every_field(client, actions):
         },
         "client_tools": {},
         "script": [{"content": "Hi"}],
+        "approval_timeout_seconds": 45,
+        "approval_webhook": "https://hooks.example.com/toolgate",
         "revision": 1,
     }
     view = client.get("/agents/shop_helper").get_data(as_text=True)

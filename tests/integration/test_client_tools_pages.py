@@ -75,6 +75,36 @@ def test_save_stores_the_client_tool_with_its_settings(client, actions):
     )
 
 
+def test_a_client_tool_that_requires_approval_is_saved_from_the_form_with_the_agents_approval_settings(client, actions):
+    response = post_new(
+        client,
+        client_tool_data("Bash", require_approval=True),
+        approval_timeout_seconds=30,
+        approval_webhook="http://127.0.0.1:9/hook",
+    )
+
+    assert response.status_code == 303
+    stored = actions.get("canvas")
+    assert stored["client_tools"]["Bash"]["require_approval"] is True
+    assert (stored["approval_timeout_seconds"], stored["approval_webhook"]) == (30, "http://127.0.0.1:9/hook")
+    edit = page_of(client.get("/agents/canvas/edit"))
+    assert edit.checked("client_tools-Bash-require_approval")
+    assert (
+        edit.value("approval_timeout_seconds") == "30" and edit.value("approval_webhook") == "http://127.0.0.1:9/hook"
+    )
+    view = client.get("/agents/canvas").get_data(as_text=True)
+    assert "<dt>Approval timeout</dt><dd>30 seconds</dd>" in view
+
+
+def test_an_approval_timeout_out_of_range_is_refused_beside_its_field(client, actions):
+    response = post_new(client, approval_timeout_seconds=0)
+
+    assert response.status_code == 400
+    assert "must be from 1 to 3600 (got 0)" in response.get_data(as_text=True)
+    assert page_of(response).value("approval_timeout_seconds") == "0"
+    assert client.get("/api/agents").json == {"agents": []}
+
+
 def test_the_edit_form_shows_the_stored_client_tool_and_remove_takes_it_out_until_saved(client, actions):
     client.put(
         "/api/agents/canvas", json={"label": "Canvas", "client_tools": {"place_components": {"max_calls_per_run": 3}}}

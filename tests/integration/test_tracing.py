@@ -467,6 +467,33 @@ def test_a_proxied_conversation_of_three_requests_is_one_trace_with_its_hidden_r
     assert {span["attributes"]["gen_ai.tool.type"] for span in tools} == {"function"}  # the client ran them
 
 
+def test_a_proxied_call_no_one_decided_in_time_is_a_review_and_a_guardrail_event_of_its_hidden_round(traced):
+    app, receiver = traced
+    client = app.test_client()
+    hero = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
+    approve = {"place_components": {"require_approval": True}}
+    agent = {
+        "label": "Canvas",
+        "client_tools": approve,
+        "approval_timeout_seconds": 1,
+        "script": [hero, {"content": "Ok."}],
+    }
+    put(client, "canvas", agent)
+
+    response = client.post(
+        "/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": [USER], "tools": [PLACE]}
+    )
+    flush(app)
+
+    assert response.get_json()["choices"][0]["message"]["content"] == "Ok."
+    (hidden,) = [chat for chat in receiver.named("chat") if chat["attributes"]["toolgate.round.number"] == 1]
+    assert hidden["attributes"]["toolgate.round.shown_to_client"] is False
+    events = [{key: value for key, value in event.items() if key != "time"} for event in hidden["events"]]
+    assert [event["name"] for event in events] == ["toolgate.review", "toolgate.guardrail.result"]
+    assert events[0]["toolgate.review.decision"] == "timed_out"
+    assert events[1]["toolgate.guardrail.reason"] == "approval_timeout"
+
+
 def test_the_next_user_message_of_a_proxied_conversation_is_a_run_of_its_own_in_the_same_conversation(traced):
     app, receiver = traced
     client = app.test_client()

@@ -17,6 +17,7 @@ CLIENT_DEFAULTS = {
     "max_identical_calls": 0,
     "argument_rules": {},
     "argument_descriptions": {},
+    "require_approval": False,
 }
 RESTRICTED = (
     'Error: The tool "place_components" may only be called once per response. None of the tool calls in this '

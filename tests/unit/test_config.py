@@ -63,6 +63,8 @@ def test_every_agent_field_gets_its_default():
         "tools": {},
         "client_tools": {},
         "script": [],
+        "approval_timeout_seconds": 300,
+        "approval_webhook": "",
         "revision": 1,
     }
 
@@ -156,6 +158,18 @@ BAD_VALUES = [
     ({"parallel_tool_calls": 0}, "parallel_tool_calls", "must be true, false or null"),
     ({"parallel_tool_calls": 1}, "parallel_tool_calls", "must be true, false or null"),
     ({"revision": 0}, "revision", "must be a whole number of at least 1"),
+    ({"approval_timeout_seconds": 0}, "approval_timeout_seconds", "must be from 1 to 3600 (got 0)"),
+    ({"approval_timeout_seconds": 3601}, "approval_timeout_seconds", "must be from 1 to 3600 (got 3601)"),
+    ({"approval_timeout_seconds": "60"}, "approval_timeout_seconds", "must be a whole number from 1 to 3600"),
+    ({"approval_webhook": "hooks.example.com"}, "approval_webhook", "must be empty or an http:// or https:// URL"),
+    ({"approval_webhook": "ftp://hooks.example.com/x"}, "approval_webhook", "must be empty or an http:// or https:"),
+    ({"approval_webhook": 5}, "approval_webhook", "must be empty or an http:// or https:// URL"),
+    ({"approval_webhook": "https://h.example/" + "x" * 2_000}, "approval_webhook", "must be at most 2,000 characters"),
+    (
+        {"client_tools": {"Bash": {"require_approval": "yes"}}},
+        "client_tools.Bash.require_approval",
+        "must be true or false",
+    ),
     ({"colour": "blue"}, "colour", "is not an agent field"),
     ({"tools": ["list_bundles"]}, "tools", "must be an object mapping tool names to settings"),
     ({"tools": {"no_such_tool": {}}}, "tools.no_such_tool", '"no_such_tool" is not a registered tool'),
@@ -224,6 +238,17 @@ def test_bad_value_is_refused_naming_the_field(fields, field, message):
     assert list(raised.value.errors) == [field]
     assert message in raised.value.errors[field]
     assert str(raised.value).startswith(f"{field}: ")
+
+
+def test_a_client_tool_may_require_approval_within_the_agents_approval_settings():
+    agent = validate(
+        client_tools={"Bash": {"require_approval": True}},
+        approval_timeout_seconds=60,
+        approval_webhook="https://hooks.example.com/toolgate",
+    )
+
+    assert agent["client_tools"]["Bash"]["require_approval"] is True
+    assert (agent["approval_timeout_seconds"], agent["approval_webhook"]) == (60, "https://hooks.example.com/toolgate")
 
 
 def test_missing_label_is_refused():

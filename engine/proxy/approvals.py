@@ -1,0 +1,63 @@
+"""Decisions on a proxied response held for approval (SPEC §8, "Approvals on client tools").
+
+The held run keeps, in its loop state (engine.proxy.serve), the round that waits, the deadline and the schemas of
+the client's tools; a reviewer's decisions are recorded there, and the request that waits carries them out. Pure:
+the caller reads and stores the state.
+"""
+
+from dataclasses import replace
+from types import MappingProxyType
+
+from ..approvals import PendingRound, read_decisions
+from ..config import ToolSettings, ValidationError, load_agent
+from ..gate import review_edited_arguments
+from ..tools.registry import ToolRegistry
+from .client_tools import client_tool
+
+
+class DecisionRefused(Exception):
+    """The decision cannot be taken (a person reads the text): the call was decided already, or its time passed."""
+
+
+def is_held(loop_state):
+    return bool(loop_state) and "proxy" in loop_state
+
+
+def decide_held(state, decisions, *, complete, now):
+    """The state ({"run", "loop"}) with the reviewer's `decisions` ({call id: decision}, engine.approvals) recorded
+    on the held round; the run still awaits approval until its request carries them out. `complete`: every call
+    still undecided must be decided now. Raises ValidationError naming the call, or DecisionRefused."""
+    run, loop = state["run"], state["loop"]
+    held = loop["proxy"]
+    pending = PendingRound.from_state(held["pending"])
+    if now >= held["deadline"]:
+        raise DecisionRefused(
+            "No one decided in time: the approval timeout has passed, and the calls that waited are rejected."
+        )
+    chosen = read_decisions(decisions, pending)
+    taken = [call_id for call_id in chosen if call_id in pending.decisions]
+    if taken:
+        raise DecisionRefused(f"The call {taken[0]} has already been decided.")
+    for call_id, decision in chosen.items():
+        if decision.arguments is not None:
+            verdict = _edited_verdict(run["agent"], held["schemas"], pending, call_id, decision.arguments)
+            if not verdict.allowed:
+                raise ValidationError({f"decisions.{call_id}.arguments": verdict.message})
+    pending = pending.with_decisions(chosen)
+    undecided = pending.undecided()
+    if undecided and complete:
+        raise ValidationError({f"decisions.{undecided[0]}": "needs a decision: approve or reject this call"})
+    view = pending.view(lambda _name: "")
+    run = {**run, "pending_round": view.to_json()}
+    return {"run": run, "loop": {**loop, "proxy": {**held, "pending": pending.to_state()}}}
+
+
+def _edited_verdict(agent, schemas, pending, call_id, arguments):
+    """The gate's verdict on a reviewer's arguments: the client's schema of the tool and the agent's argument
+    rules."""
+    call = next(verdict.call for verdict in pending.verdicts if verdict.call.id == call_id)
+    config, _merged = load_agent(agent)
+    settings = config.client_tools.get(call.name, ToolSettings())
+    gate_config = replace(config, tools=MappingProxyType({call.name: settings}))
+    registry = ToolRegistry([client_tool(call.name, parameters=schemas.get(call.name) or {"type": "object"})])
+    return review_edited_arguments(call, arguments, gate_config, registry)
