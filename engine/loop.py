@@ -22,12 +22,16 @@ from .gate import Verdict, identical_call_key, review_edited_arguments
 from .providers import ProviderError, model_for_agent
 from .redaction import redact
 from .round import (
-    ASK_AGAIN,
     ERROR,
-    FINAL,
     RETURN_DIRECTLY,
     ROUND_CAP,
     STOPPED,
+    TOOLS_DISABLED,
+    Answered,
+    AskAgain,
+    AwaitingApproval,
+    ToolRound,
+    ToolsDisabled,
     answer_round,
     log_entry,
     next_step,
@@ -125,19 +129,24 @@ class _Run:
             artifacts=self.artifact_contents(),
         )
         self.messages.append(step.assistant)
-        write_log(step.log, self.log, self.secret)
         self.rounds_used = step.rounds_used
         round_ = step.round
-        if step.next_step == FINAL:
-            if step.verdicts:  # tool calls on a request that offered no tools: each answered, none run
+        match step:
+            case Answered():
+                self.finish(step.stop_reason, step.answer)
+            case AskAgain():
+                self.messages.append({"role": "system", "content": step.reminder})
+            case ToolsDisabled():  # each call answered with its rejection, none run
+                write_log(step.log, self.log, self.secret)
                 round_ = self.answer_tool_calls(round_, step.verdicts)
-            self.finish(step.stop_reason, step.answer)
-        elif step.next_step == ASK_AGAIN:
-            self.messages.append({"role": "system", "content": step.reminder})
-        else:
-            round_ = self.tool_round(round_, step.verdicts)
-            if round_ is None:
+                self.finish(TOOLS_DISABLED, step.answer)
+            case AwaitingApproval():  # nothing runs until a person decides (decide)
+                write_log(step.log, self.log, self.secret)
+                self.pending = PendingRound(round_, step.verdicts, step.awaiting)
                 return
+            case ToolRound():
+                write_log(step.log, self.log, self.secret)
+                round_ = self.carry_out(round_, step.verdicts)
         self.complete_round(round_)
 
     def ask(self, model, tools):
@@ -169,18 +178,6 @@ class _Run:
                 self.decide({call_id: decisions[call_id] for call_id in self.pending.awaiting})
             else:
                 return
-
-    def tool_round(self, round_, verdicts):
-        """The gate's verdicts carried out; None when the round waits for approval instead (nothing ran)."""
-        awaiting = tuple(
-            verdict.call.id
-            for verdict in verdicts
-            if verdict.allowed and self.config.settings_for(verdict.call.name).require_approval
-        )
-        if awaiting:
-            self.pending = PendingRound(round_, verdicts, awaiting)
-            return None
-        return self.carry_out(round_, verdicts)
 
     def carry_out(self, round_, verdicts, reviews=None):
         round_ = self.answer_tool_calls(round_, verdicts, reviews)

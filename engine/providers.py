@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 from .config import SCRIPTED_PROVIDER
 from .redaction import redact
 from .scripted import ScriptedModel
+from .types import USAGE_KEYS, ModelResponse, ToolCall
 
 SCRIPTED_BASE_URL = "http://scripted.toolgate.invalid/v1"
 DEFAULT_TIMEOUT = 60.0
@@ -39,6 +40,7 @@ REQUEST_FIELDS = frozenset(
     | {"temperature", "top_p", "seed", "max_tokens"}
 )
 MAX_RESPONSE_MB = 5  # of text (content, call ids, names and arguments) in one model response
+UNREADABLE = "The model's answer could not be read"
 
 
 class ProviderError(Exception):
@@ -107,8 +109,6 @@ class ChatModel:
 
     def complete(self, messages, tools=None, parallel_tool_calls=None):
         """Ask the model; a ModelResponse, or ProviderError saying in words what happened to the request."""
-        from .round import read_completion  # here: engine.round reads answers with this module's ProviderError
-
         completion = self.post(self.request_body(messages, tools, parallel_tool_calls))
         return read_completion(completion, self.secret)
 
@@ -122,7 +122,7 @@ class ChatModel:
             try:
                 return json.loads(answer)
             except ValueError:
-                return answer  # not an answer the reader can find a message in (engine.round)
+                return answer  # not an answer read_completion can find a message in
         return answer
 
     def stream(self, body):
@@ -213,6 +213,71 @@ def check_answer_size(texts):
         raise ProviderError("The model's answer could not be read: it holds text that is not valid Unicode.") from None
     if size > MAX_RESPONSE_MB * 1024 * 1024:
         raise ProviderError(f"The model's answer is larger than {MAX_RESPONSE_MB} MB ({size:,} bytes of text).")
+
+
+def _field(value, name):
+    """A field of an answer, whether the SDK parsed it into objects or it is the JSON the server sent."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def _content_text(content):
+    """The answer's text: a string, or a list of content parts read as their joined text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = (_field(part, "text") for part in content)
+        return "".join(text for text in parts if isinstance(text, str))
+    return None
+
+
+def _count(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def read_usage(usage):
+    """{"prompt_tokens", "completion_tokens", "total_tokens"}, or None when the answer did not say."""
+    prompt = _count(_field(usage, "prompt_tokens"))
+    completion = _count(_field(usage, "completion_tokens"))
+    if prompt is None or completion is None:
+        return None
+    total = _count(_field(usage, "total_tokens"))
+    return dict(zip(USAGE_KEYS, (prompt, completion, prompt + completion if total is None else total), strict=True))
+
+
+def read_completion(completion, secret=None):
+    """The ModelResponse of a chat completion (the SDK's object or plain JSON), the key `secret` redacted from its
+    text; ProviderError saying in words what makes it unreadable."""
+    choices = _field(completion, "choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = _field(choice, "message") if choice is not None else None
+    if message is None or isinstance(message, (str, list, int, float)):
+        raise ProviderError(f"{UNREADABLE}: it has no message.")
+    tool_calls = _field(message, "tool_calls") or []
+    if not isinstance(tool_calls, list):
+        raise ProviderError(f"{UNREADABLE}: its tool_calls are not a list.")
+    calls = []
+    for number, data in enumerate(tool_calls, start=1):
+        function = _field(data, "function")
+        name = _field(function, "name") if function is not None else None
+        if not isinstance(name, str) or not name:
+            raise ProviderError(f"{UNREADABLE}: tool call {number} has no function name.")
+        call_id, arguments = _field(data, "id"), _field(function, "arguments")
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        calls.append(ToolCall(call_id if isinstance(call_id, str) else "", name, redact(arguments, secret)))
+    finish_reason, model = _field(choice, "finish_reason"), _field(completion, "model")
+    content = redact(_content_text(_field(message, "content")), secret)
+    model = redact(model, secret) if isinstance(model, str) and model else None
+    check_answer_size([content, model, *(text for call in calls for text in (call.id, call.name, call.arguments))])
+    return ModelResponse(
+        content=content,
+        tool_calls=tuple(calls),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=read_usage(_field(completion, "usage")),
+        model=model,
+    )
 
 
 @lru_cache(maxsize=SCRIPTED_CLIENTS_KEPT)

@@ -4,10 +4,11 @@ and the tools to send the model, exactly as a run would send them."""
 from collections import Counter
 
 from .config import MAX_CALLS_PER_RESPONSE, ValidationError, json_value_problem, load_agent
-from .gate import identical_call_key, restriction_log_message, review_calls
+from .gate import identical_call_key
 from .proxy.client_tools import gate_api_view
+from .round import AwaitingApproval, ToolRound, review_round, write_log
 from .tools import default_registry
-from .types import ToolCall
+from .types import ModelResponse, Round, ToolCall
 
 
 def _call_fields(data, where):
@@ -44,7 +45,8 @@ def tools_for_agent(agent, overrides=None, *, registry=None):
 def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls_so_far=None, artifacts=None):
     """The gate's verdict on one response: which ids may run and with which arguments (artifact placeholders
     replaced, forced values put in), why the others may not, the tool messages to append for the rejected ones,
-    and the log entry of a policy violation. Nothing executes. The agent's client tools are reviewed like its
+    and the log entries of its rejections, exactly those a run writes for the same response (engine.round's
+    review_round, which every entry point shares). Nothing executes. The agent's client tools are reviewed like its
     tools, except that their schema is unknown here: their arguments need only be a JSON object.
 
     `calls_so_far`: what already ran in the client's run, either {tool name: count} (enough for
@@ -74,12 +76,24 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
         raise ValidationError({"tool_calls": "every call needs its own id"})
     counts, identical = _checked_calls_so_far(calls_so_far)
     gate_config, gate_registry = gate_api_view(config, registry)
-    review = review_calls(
-        calls, gate_config, gate_registry, counts, identical_so_far=identical, artifacts=_checked_artifacts(artifacts)
+    step = review_round(
+        Round(number=1, tools_offered=tuple(gate_config.tools), response=ModelResponse(None, tuple(calls))),
+        config=gate_config,
+        registry=gate_registry,
+        rounds_used=0,
+        calls_so_far=counts,
+        identical_so_far=identical,
+        artifacts=_checked_artifacts(artifacts),
     )
-    violation = restriction_log_message(config.id, review) if review.restricted_tools else None
+    match step:
+        case ToolRound():
+            restricted_tools = step.restricted_tools
+        case AwaitingApproval():  # the client's own loop asks its person: the gate allowed these calls
+            restricted_tools = ()
+    log = []
+    write_log(step.log, log)
     return {
-        "execute": [verdict.call.id for verdict in review.verdicts if verdict.allowed],
+        "execute": [verdict.call.id for verdict in step.verdicts if verdict.allowed],
         "calls": [
             {
                 "id": verdict.call.id,
@@ -91,17 +105,15 @@ def review_tool_calls(agent, tool_calls, overrides=None, *, registry=None, calls
                 "forced_arguments": verdict.forced_arguments or {},
                 "replaced_placeholders": list(verdict.replaced_placeholders),
             }
-            for verdict in review.verdicts
+            for verdict in step.verdicts
         ],
         "tool_messages": [
             {"role": "tool", "tool_call_id": verdict.call.id, "content": verdict.message}
-            for verdict in review.verdicts
+            for verdict in step.verdicts
             if not verdict.allowed
         ],
-        "restricted_tools": list(review.restricted_tools),
-        "log": [{"level": "error", "kind": "policy_violation", "agent_id": config.id, "message": violation}]
-        if violation
-        else [],
+        "restricted_tools": list(restricted_tools),
+        "log": log,
     }
 
 

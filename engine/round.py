@@ -1,25 +1,25 @@
 """What follows one model response (SPEC §4), decided once for every driver.
 
-Between "a model response arrived" and "what comes next" every driver does the same: read the completion, repair
-its call ids, build the assistant message, then decide — the answer ends the run, an answer cut off ends it too, a
-`require_usage` tool not yet used brings a reminder, tool calls on a request that offered no tools are rejected, and
-otherwise the gate reviews the calls of a tool round. `next_step` says which, as a `Step` value, the way
-openai-agents' `SingleStepResult.next_step` does. The drivers carry it out: the loop (engine.loop) executes a tool
-round's allowed calls; the policy proxy (engine.proxy) hides a round with a rejection and asks again, or hands the
-calls to the client. Whether the round cap ends a run with its message is `round_cap_answer`, asked by the loop when
-a round completes and by the proxy before each request (its client runs the calls in between).
+Between "a model response arrived" and "what comes next" every driver does the same: repair its call ids, build the
+assistant message, then decide — the answer ends the run, an answer cut off ends it too, a `require_usage` tool not
+yet used brings a reminder, tool calls on a request that offered no tools are rejected, and otherwise the gate
+reviews the calls of a tool round, which may then wait for approval. `next_step` says which as a value, one Step
+class per outcome (Answered, AskAgain, ToolsDisabled, ToolRound, AwaitingApproval), the way openai-agents'
+`NextStep*` classes do, and each driver matches on the class: the loop (engine.loop) executes a tool round's
+allowed calls; the policy proxy (engine.proxy) hides a round with a rejection and asks again, or hands the calls to
+the client; the gate API (engine.review) answers with a tool round's verdicts (`review_round`, the round review all
+three share). Whether the round cap ends a run with its message is `round_cap_answer`, asked by the loop when a
+round completes and by the proxy before each request (its client runs the calls in between).
 """
 
-import json
 import logging
 from dataclasses import dataclass, replace
 
 from . import texts
 from .call_ids import repair_call_ids
 from .gate import TOOLS_DISABLED, reject_without_tools, restriction_log_message, review_calls
-from .providers import ProviderError, check_answer_size
 from .redaction import redact
-from .types import USAGE_KEYS, ModelResponse, Round, ToolCall
+from .types import Round
 
 logger = logging.getLogger("toolgate")
 
@@ -39,93 +39,67 @@ STOP_REASONS = (
 # An answer the provider cut off ends the run, its partial text the answer (SPEC §4).
 CUT_OFF_STOP_REASONS = {"length": TRUNCATED, "content_filter": CONTENT_FILTER}
 
-# What comes after a response (Step.next_step).
-FINAL = "final"  # the run ends: Step.stop_reason and Step.answer
-ASK_AGAIN = "ask_again"  # a reminder joined the transcript: ask the model again
-TOOL_ROUND = "tool_round"  # the gate reviewed the calls: Step.review
-
-UNREADABLE = "The model's answer could not be read"
-
 
 @dataclass(frozen=True)
 class Step:
-    """One response read and decided. `round` is the response as a round (ids repaired; no calls yet), `assistant`
-    the message that goes into the transcript, `rounds_used` the count after it (a reminder and a tool round each
-    use one), `verdicts` the gate's (a tool round) or the rejections of calls no tool was offered for, and `log` the
-    entries the round writes."""
+    """One response read and decided; each outcome is a subclass with only its own fields. `round` is the response
+    as a round (ids repaired; no calls yet), `assistant` the message that goes into the transcript, `rounds_used`
+    the count after it (a reminder and a tool round each use one)."""
 
-    next_step: str
     round: Round
     assistant: dict
     rounds_used: int
-    stop_reason: str | None = None
-    answer: str | None = None
-    reminder: str | None = None  # the system message a reminder appends
-    verdicts: tuple = ()
-    log: tuple = ()
 
 
-def _field(value, name):
-    """A field of an answer, whether the SDK parsed it into objects or it is the JSON the server sent."""
-    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+@dataclass(frozen=True)
+class Answered(Step):
+    """The model answered without tool calls and the run ends with its text: `stop_reason` says how the answer came
+    (answered, round_cap when the cap withheld the tools, truncated or content_filter when it was cut off)."""
+
+    stop_reason: str
+    answer: str
 
 
-def _content_text(content):
-    """The answer's text: a string, or a list of content parts read as their joined text."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = (_field(part, "text") for part in content)
-        return "".join(text for text in parts if isinstance(text, str))
-    return None
+@dataclass(frozen=True)
+class AskAgain(Step):
+    """The model answered while a `require_usage` tool has not run: `reminder` joins the transcript as a system
+    message and the model is asked again."""
+
+    reminder: str
 
 
-def _count(value):
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+@dataclass(frozen=True)
+class ToolsDisabled(Step):
+    """The model called tools on a request that offered none: every call is answered with its rejection (`verdicts`),
+    none runs, and the run ends with `answer` (its text, or the cap message). Its stop reason is TOOLS_DISABLED."""
+
+    answer: str
+    verdicts: tuple
+    log: tuple
 
 
-def read_usage(usage):
-    """{"prompt_tokens", "completion_tokens", "total_tokens"}, or None when the answer did not say."""
-    prompt = _count(_field(usage, "prompt_tokens"))
-    completion = _count(_field(usage, "completion_tokens"))
-    if prompt is None or completion is None:
-        return None
-    total = _count(_field(usage, "total_tokens"))
-    return dict(zip(USAGE_KEYS, (prompt, completion, prompt + completion if total is None else total), strict=True))
+@dataclass(frozen=True)
+class ToolRound(Step):
+    """The gate reviewed the calls: `verdicts` one per call in response order, `restricted_tools` the restricted
+    tools called more than once, `log` the entries the review writes."""
+
+    verdicts: tuple
+    restricted_tools: tuple
+    log: tuple
+
+    @property
+    def all_allowed(self):
+        return all(verdict.allowed for verdict in self.verdicts)
 
 
-def read_completion(completion, secret=None):
-    """The ModelResponse of a chat completion (the SDK's object or plain JSON), the key `secret` redacted from its
-    text; ProviderError saying in words what makes it unreadable."""
-    choices = _field(completion, "choices")
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    message = _field(choice, "message") if choice is not None else None
-    if message is None or isinstance(message, (str, list, int, float)):
-        raise ProviderError(f"{UNREADABLE}: it has no message.")
-    tool_calls = _field(message, "tool_calls") or []
-    if not isinstance(tool_calls, list):
-        raise ProviderError(f"{UNREADABLE}: its tool_calls are not a list.")
-    calls = []
-    for number, data in enumerate(tool_calls, start=1):
-        function = _field(data, "function")
-        name = _field(function, "name") if function is not None else None
-        if not isinstance(name, str) or not name:
-            raise ProviderError(f"{UNREADABLE}: tool call {number} has no function name.")
-        call_id, arguments = _field(data, "id"), _field(function, "arguments")
-        if arguments is None:
-            arguments = ""
-        elif not isinstance(arguments, str):
-            arguments = json.dumps(arguments)
-        calls.append(ToolCall(call_id if isinstance(call_id, str) else "", name, redact(arguments, secret)))
-    finish_reason = _field(choice, "finish_reason")
-    content = redact(_content_text(_field(message, "content")), secret)
-    check_answer_size([content, *(text for call in calls for text in (call.id, call.name, call.arguments))])
-    return ModelResponse(
-        content=content,
-        tool_calls=tuple(calls),
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=read_usage(_field(completion, "usage")),
-    )
+@dataclass(frozen=True)
+class AwaitingApproval(Step):
+    """The gate reviewed the calls and allowed some whose tool requires approval (`awaiting`, their ids in response
+    order): nothing of the round runs until a person decides on each."""
+
+    verdicts: tuple
+    awaiting: tuple
+    log: tuple
 
 
 def assistant_message(response):
@@ -189,29 +163,36 @@ def next_step(round_, *, config, registry, rounds_used, used_tools, calls_so_far
     assistant = assistant_message(response)
     if not response.tool_calls:
         if response.finish_reason in CUT_OFF_STOP_REASONS:
-            return Step(
-                FINAL,
-                round_,
-                assistant,
-                rounds_used,
-                CUT_OFF_STOP_REASONS[response.finish_reason],
-                response.content or "",
-            )
+            stop_reason = CUT_OFF_STOP_REASONS[response.finish_reason]
+            return Answered(round_, assistant, rounds_used, stop_reason, response.content or "")
         missing = [name for name, settings in config.tools.items() if settings.require_usage and name not in used_tools]
         if offered and missing:
             reminder = texts.REQUIRE_USAGE_REMINDER.format(names=", ".join(missing))
-            return Step(ASK_AGAIN, replace(round_, reminder=reminder), assistant, rounds_used + 1, reminder=reminder)
+            return AskAgain(replace(round_, reminder=reminder), assistant, rounds_used + 1, reminder)
         withheld_by_cap = not offered and config.max_rounds > 0 and bool(config.tools)
-        return Step(
-            FINAL, round_, assistant, rounds_used, ROUND_CAP if withheld_by_cap else ANSWERED, response.content or ""
-        )
+        stop_reason = ROUND_CAP if withheld_by_cap else ANSWERED
+        return Answered(round_, assistant, rounds_used, stop_reason, response.content or "")
     if not offered:
         verdicts = reject_without_tools(response.tool_calls).verdicts
         answer = response.content or cap_message(config)
-        log = rejection_entries(config.id, verdicts)
-        return Step(FINAL, round_, assistant, rounds_used, TOOLS_DISABLED, answer, verdicts=verdicts, log=log)
+        return ToolsDisabled(round_, assistant, rounds_used, answer, verdicts, rejection_entries(config.id, verdicts))
+    return review_round(
+        round_,
+        config=config,
+        registry=registry,
+        rounds_used=rounds_used,
+        calls_so_far=calls_so_far,
+        identical_so_far=identical_so_far,
+        artifacts=artifacts,
+    )
+
+
+def review_round(round_, *, config, registry, rounds_used, calls_so_far, identical_so_far, artifacts=None):
+    """The gate's review of a tool round, the round review every entry point shares (the loop, the proxy and the gate
+    API): a ToolRound, or AwaitingApproval when it allowed calls whose tool requires approval; either with the log
+    entries of its rejections — the restriction's one entry at error, else one at warning per rejected call."""
     review = review_calls(
-        response.tool_calls,
+        round_.response.tool_calls,
         config,
         registry,
         calls_so_far,
@@ -222,7 +203,15 @@ def next_step(round_, *, config, registry, rounds_used, used_tools, calls_so_far
         log = (log_entry("error", "policy_violation", config.id, restriction_log_message(config.id, review)),)
     else:
         log = rejection_entries(config.id, review.verdicts)
-    return Step(TOOL_ROUND, round_, assistant, rounds_used + 1, verdicts=review.verdicts, log=log)
+    assistant = assistant_message(round_.response)
+    awaiting = tuple(
+        verdict.call.id
+        for verdict in review.verdicts
+        if verdict.allowed and config.settings_for(verdict.call.name).require_approval
+    )
+    if awaiting:
+        return AwaitingApproval(round_, assistant, rounds_used + 1, review.verdicts, awaiting, log)
+    return ToolRound(round_, assistant, rounds_used + 1, review.verdicts, review.restricted_tools, log)
 
 
 def rejection_entries(agent_id, verdicts):

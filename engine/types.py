@@ -73,6 +73,7 @@ class ModelResponse:
     tool_calls: tuple  # of ToolCall
     finish_reason: str | None = None  # as the provider said: "stop", "tool_calls", "length", "content_filter", …
     usage: dict | None = None  # {"prompt_tokens", "completion_tokens", "total_tokens"}, when the provider said
+    model: str | None = None  # the model the answer says it came from, when it said
 
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -195,6 +196,7 @@ class Round:
             "reminder": self.reminder,
             "finish_reason": self.response.finish_reason,
             "usage": self.response.usage,
+            "model": self.response.model,
             "latency_ms": None if self.latency_ms is None else round(self.latency_ms, 3),
             "started_at": None if self.started_at is None else round(self.started_at, 3),
             **({} if self.shown_to_client is None else {"shown_to_client": self.shown_to_client}),  # proxied runs
@@ -209,7 +211,9 @@ class Round:
         return cls(
             number=data["number"],
             tools_offered=tuple(data["tools_offered"]) if data["tools_offered"] is not None else None,
-            response=ModelResponse(assistant["content"], calls, data.get("finish_reason"), data.get("usage")),
+            response=ModelResponse(
+                assistant["content"], calls, data.get("finish_reason"), data.get("usage"), data.get("model")
+            ),
             calls=tuple(CallRecord.from_json(call) for call in data["calls"]),
             reminder=data.get("reminder"),
             tools_sent=copy.deepcopy(tuple(data["tools_sent"])) if data.get("tools_sent") is not None else None,

@@ -224,25 +224,33 @@ class _Builder:
     def run_end(self):
         return max(self.now, self.last_end())
 
-    def model_attributes(self, operation):
-        """What a span that asked the model says of it: a provider connection speaks OpenAI's API."""
+    def model_attributes(self, operation, model=""):
+        """What a span that asked the model says of it: a provider connection speaks OpenAI's API. `model`: the
+        model asked, when the agent names none (the one that answered, as it said)."""
         attributes = {
             **self.common,
             "gen_ai.operation.name": operation,
             "gen_ai.provider.name": SCRIPTED_PROVIDER if self.provider == SCRIPTED_PROVIDER else "openai",
             "toolgate.provider.id": self.provider,
         }
-        if self.model:
-            attributes["gen_ai.request.model"] = self.model
+        if self.model or model:
+            attributes["gen_ai.request.model"] = self.model or model
         return attributes
 
-    def chat_name(self):
-        return f"chat {self.model}" if self.model else "chat"
+    def chat_name(self, model=""):
+        model = self.model or model
+        return f"chat {model}" if model else "chat"
 
     def chat_span(self, index):
         round_ = self.rounds[index]
         start, end = self.times[index]
-        attributes = {**self.model_attributes("chat"), "toolgate.round.number": round_.get("number", index + 1)}
+        answered_as = round_.get("model") or ""
+        attributes = {
+            **self.model_attributes("chat", answered_as),
+            "toolgate.round.number": round_.get("number", index + 1),
+        }
+        if answered_as:
+            attributes["gen_ai.response.model"] = answered_as
         if round_.get("finish_reason"):
             attributes["gen_ai.response.finish_reasons"] = [round_["finish_reason"]]
         attributes.update(_usage(round_.get("usage")))
@@ -271,7 +279,7 @@ class _Builder:
                 events.append(self.review_event(call, end))
             if call.get("status") == "rejected":
                 events.append(self.guardrail_event(call, end))
-        return SpanDescription(self.chat_name(), "client", start, end, attributes, tuple(events))
+        return SpanDescription(self.chat_name(answered_as), "client", start, end, attributes, tuple(events))
 
     def input_messages(self, index):
         """The transcript the round's request sent: what came before its assistant message. A round's assistant

@@ -237,8 +237,8 @@ def repeat_and_store_run(db, run_id, **options):
 def review_and_log_gate(db, agent_id, tool_calls, overrides=None, calls_so_far=None, *, artifacts=None, registry=None):
     """The gate's verdict on one response of the stored agent, for clients that drive their own loop.
 
-    Nothing executes. A restricted tool called more than once is a policy violation like in a run: it is
-    written to the log (without a run). Raises store.NotFound or ValidationError naming the field.
+    Nothing executes. Its rejections are written to the log exactly as a run writes those of the same response,
+    without a run. Raises store.NotFound or ValidationError naming the field.
     """
     agent = agent_store.get_agent(db, agent_id)
     review = engine.review_tool_calls(

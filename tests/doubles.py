@@ -32,8 +32,7 @@ import time
 
 import httpx2
 
-from engine.providers import ProviderError, connection_model
-from engine.round import read_completion
+from engine.providers import ProviderError, connection_model, read_completion
 from engine.scripted import ScriptedModel, scripted_reply
 from engine.types import ModelResponse, ToolCall
 

@@ -16,19 +16,21 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import texts
-from ..providers import ProviderError, RequestSettings
+from ..providers import ProviderError, RequestSettings, read_completion
 from ..round import (
-    ASK_AGAIN,
     AWAITING_CLIENT,
     CANCELLED,
     ERROR,
-    FINAL,
     ROUND_CAP,
+    TOOLS_DISABLED,
+    Answered,
+    AskAgain,
+    ToolRound,
+    ToolsDisabled,
     answer_round,
     log_entry,
     next_step,
     offers_tools,
-    read_completion,
     round_cap_answer,
     write_log,
 )
@@ -142,24 +144,31 @@ class ProxyExchange:
                 calls_so_far=self.turn.calls_so_far,
                 identical_so_far=self.turn.identical_so_far,
             )
-            write_log(step.log, self.log)
             self.rounds_used = step.rounds_used
-            if step.next_step == ASK_AGAIN:
-                self.hide(step.round, step.assistant, [{"role": "system", "content": step.reminder}])
-            elif step.next_step == FINAL and step.verdicts:  # tool calls on a request that offered none
-                round_ = replace(step.round, calls=self.records(step.verdicts))
-                own = self.own_completion(step.answer, completion)
-                return self.finish(own, step.stop_reason, step.answer, round_)
-            elif step.next_step == FINAL:
-                return self.finish(self.client_completion(completion), step.stop_reason, step.answer, step.round)
-            elif all(verdict.allowed for verdict in step.verdicts):
-                round_ = replace(step.round, calls=self.records(step.verdicts))
-                client = self.client_completion(completion, step.verdicts)
-                return self.finish(client, AWAITING_CLIENT, None, round_)
-            else:
-                records = self.records(step.verdicts)
-                answers = [{"role": "tool", "tool_call_id": call.call.id, "content": call.message} for call in records]
-                self.hide(replace(step.round, calls=records), step.assistant, answers)
+            match step:
+                case AskAgain():
+                    self.hide(step.round, step.assistant, [{"role": "system", "content": step.reminder}])
+                case Answered():
+                    return self.finish(self.client_completion(completion), step.stop_reason, step.answer, step.round)
+                case ToolsDisabled():
+                    write_log(step.log, self.log)
+                    round_ = replace(step.round, calls=self.records(step.verdicts))
+                    own = self.own_completion(step.answer, completion)
+                    return self.finish(own, TOOLS_DISABLED, step.answer, round_)
+                case ToolRound() if step.all_allowed:
+                    write_log(step.log, self.log)
+                    round_ = replace(step.round, calls=self.records(step.verdicts))
+                    client = self.client_completion(completion, step.verdicts)
+                    return self.finish(client, AWAITING_CLIENT, None, round_)
+                case ToolRound():
+                    write_log(step.log, self.log)
+                    records = self.records(step.verdicts)
+                    answers = [
+                        {"role": "tool", "tool_call_id": call.call.id, "content": call.message} for call in records
+                    ]
+                    self.hide(replace(step.round, calls=records), step.assistant, answers)
+                case _:  # AwaitingApproval: a client tool has no require_approval setting (engine.config)
+                    raise TypeError(f"the proxy does not hold a response for approval: {type(step).__name__}")
 
     def records(self, verdicts):
         """The calls of a round: rejected ones with their message; allowed ones handed to the client, or not

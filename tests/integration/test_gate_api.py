@@ -1,5 +1,5 @@
 """POST /api/agents/<id>/gate: the gate's verdict on one response's tool calls, for clients that drive their own
-loop. Nothing executes and no run is stored; a policy violation is logged like in a run."""
+loop. Nothing executes and no run is stored; every rejection is logged as a run logs it."""
 
 import json
 

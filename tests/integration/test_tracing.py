@@ -162,10 +162,10 @@ def test_a_rejected_round_has_no_tool_spans_but_a_guardrail_event_per_call_with_
 
     spans = receiver.spans
     assert by_name(spans) == [
-        "chat",
-        "chat",
-        "chat",
-        "chat",
+        "chat scripted",
+        "chat scripted",
+        "chat scripted",
+        "chat scripted",
         "execute_tool list_bundles",
         "execute_tool list_bundles",
         "invoke_agent bundles",
@@ -188,6 +188,11 @@ def test_a_rejected_round_has_no_tool_spans_but_a_guardrail_event_per_call_with_
     assert expected.items() <= agent["attributes"].items()
     chats = sorted(receiver.named("chat"), key=lambda span: span["attributes"]["toolgate.round.number"])
     assert [chat["attributes"]["gen_ai.provider.name"] for chat in chats] == ["scripted"] * 4
+    # The agent names no model: each request asked the scripted model by its name, and it answered as that.
+    models = {
+        (chat["attributes"]["gen_ai.request.model"], chat["attributes"]["gen_ai.response.model"]) for chat in chats
+    }
+    assert models == {("scripted", "scripted")}
     assert [chat["attributes"]["gen_ai.response.finish_reasons"] for chat in chats] == [["tool_calls"]] * 3 + [["stop"]]
     rejected = chats[0]["events"]
     assert [
@@ -287,6 +292,43 @@ def test_with_content_capture_the_messages_arguments_and_outputs_go_out_with_the
     assert UPSTREAM_SECRET not in text and "[redacted]" in text
 
 
+def test_with_content_capture_a_proxied_runs_content_goes_out_with_the_providers_key_redacted(
+    tmp_path, migrated_database, collector
+):
+    """A proxied run records the client's conversation as it came, so the key a client sent (in its message, in a
+    tool's output) is in the run; only the export's redaction keeps it out of the trace."""
+    upstream = FakeUpstream(completion(f"Your key {UPSTREAM_SECRET} is safe with me."))
+    environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    with (
+        serving(upstream) as model_url,
+        traced_app(tmp_path, migrated_database, collector, environ=environ) as (app, receiver),
+    ):
+        add_upstream(app, model_url)
+        client = app.test_client()
+        put(
+            client, "canvas", {"label": "Canvas", "provider": "upstream", "model": "gpt-test", "client_tools": RESTRICT}
+        )
+        call = {"id": "c1", "type": "function", "function": {"name": "place_components", "arguments": "{}"}}
+        messages = [
+            {"role": "user", "content": f"Build a page. My key is {UPSTREAM_SECRET}."},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": f"Placed, with {UPSTREAM_SECRET} as its title."},
+        ]
+        response = client.post(
+            "/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": messages, "tools": [PLACE]}
+        )
+        flush(app)
+
+    assert response.status_code == 200
+    (chat,) = receiver.named("chat gpt-test")
+    sent = json.loads(chat["attributes"]["gen_ai.input.messages"])
+    assert sent[0]["parts"][0]["content"] == "Build a page. My key is [redacted]."
+    assert sent[-1]["parts"][0]["response"] == "Placed, with [redacted] as its title."
+    answer = json.loads(chat["attributes"]["gen_ai.output.messages"])[0]["parts"][0]["content"]
+    assert answer == "Your key [redacted] is safe with me."
+    assert UPSTREAM_SECRET not in all_text(receiver.spans)
+
+
 # --- Approvals -----------------------------------------------------------------------------------------------------
 
 
@@ -307,8 +349,8 @@ def test_a_reviewers_decisions_are_events_and_only_the_approved_call_has_a_tool_
 
     assert run["stop_reason"] == "answered"
     assert by_name(receiver.spans) == [
-        "chat",
-        "chat",
+        "chat scripted",
+        "chat scripted",
         "execute_tool list_bundles",
         "execute_tool list_entity_types",
         "invoke_agent approvals",
@@ -364,8 +406,8 @@ def test_a_live_run_stepped_over_several_requests_is_one_trace_its_own_span_sent
         sent_after_each_step.append(by_name(receiver.spans))
 
     assert client.get(f"/api/runs/{run_id}").get_json()["stop_reason"] == "answered"
-    assert sent_after_each_step[0] == ["chat"]  # round 1: rejected, nothing ran
-    assert sent_after_each_step[1] == ["chat", "chat", "execute_tool list_bundles"]
+    assert sent_after_each_step[0] == ["chat scripted"]  # round 1: rejected, nothing ran
+    assert sent_after_each_step[1] == ["chat scripted", "chat scripted", "execute_tool list_bundles"]
     assert "invoke_agent bundles" not in sent_after_each_step[2]
     assert sent_after_each_step[3].count("invoke_agent bundles") == 1 and len(sent_after_each_step[3]) == 7
     agent = agent_span(receiver)
@@ -402,13 +444,13 @@ def test_a_proxied_conversation_of_three_requests_is_one_trace_with_its_hidden_r
 
     (run_id,) = run_ids
     assert sent == [
-        ["chat", "chat"],  # the hidden re-ask and the answer the client got; its call waits for the client
-        ["chat", "chat", "chat", "execute_tool place_components"],
+        ["chat m", "chat m"],  # the hidden re-ask and the answer the client got; its call waits for the client
+        ["chat m", "chat m", "chat m", "execute_tool place_components"],
         [
-            "chat",
-            "chat",
-            "chat",
-            "chat",
+            "chat m",
+            "chat m",
+            "chat m",
+            "chat m",
             "execute_tool place_components",
             "execute_tool place_components",
             "invoke_agent canvas",

@@ -71,8 +71,9 @@ def test_an_openai_compatible_provider_gives_the_same_run_as_the_scripted_one():
 
     for key in ("messages", "stop_reason", "answer", "tool_calls", "rejected_calls", "log"):
         assert remote[key] == scripted[key], key
-    # The usage estimate counts the request's bytes, which name another model; the latency is the run's own.
-    measured = ("usage", "latency_ms", "started_at")
+    # Each round names the model that answered, another one; the usage estimate counts the request's bytes, which
+    # name it; the latency is the run's own.
+    measured = ("model", "usage", "latency_ms", "started_at")
     assert [{k: v for k, v in r.items() if k not in measured} for r in remote["rounds"]] == [
         {k: v for k, v in r.items() if k not in measured} for r in scripted["rounds"]
     ]

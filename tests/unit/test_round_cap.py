@@ -3,6 +3,7 @@
 import pytest
 
 from engine import run_agent
+from tests.doubles import ModelDouble
 from tests.unit.unit_helpers import (
     MAX_ROUNDS_TEXT,
     UNKNOWN_TOOL,
@@ -197,7 +198,10 @@ def test_return_directly_in_the_last_round_wins_over_the_cap_message():
 
 
 def test_reminders_are_bounded_by_the_cap():
-    model = sdk_model([answer("One."), answer("Two."), answer("Three."), answer("Four.")])
+    # Past its answers the model fails, which ends the run: a loop whose reminders used no round would otherwise ask
+    # forever, each request carrying a longer transcript, and fill the memory before any timeout.
+    past_the_answers = (500, {"error": {"message": "Asked more often than the cap allows."}})
+    model = ModelDouble("One.", "Two.", "Three.", "Four.", then=past_the_answers).through_sdk()
     agent = make_agent({"list_entity_types": {"require_usage": True}}, max_rounds=2)
 
     result = run(agent, model)

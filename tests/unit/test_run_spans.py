@@ -123,13 +123,17 @@ def test_a_proxied_call_is_a_function_tool_span_once_the_clients_next_request_sa
     first, second = proxied_snapshots()
 
     handed = new_spans(first, Cursor(), now=CREATED + 10, conversation_id="7")
-    assert [span.name for span in handed.spans] == ["chat"]
+    assert [span.name for span in handed.spans] == ["chat scripted"]
     assert handed.spans[0].attributes["toolgate.round.shown_to_client"] is True
     assert handed.spans[0].attributes["gen_ai.conversation.id"] == "7"
     assert handed.cursor == Cursor(1, 0, False)
 
     answered = new_spans(second, handed.cursor, now=CREATED + 20, conversation_id="7")
-    assert [span.name for span in answered.spans] == ["chat", "execute_tool list_entity_types", "invoke_agent a"]
+    assert [span.name for span in answered.spans] == [
+        "chat scripted",
+        "execute_tool list_entity_types",
+        "invoke_agent a",
+    ]
     tool = answered.spans[1]
     assert tool.attributes["gen_ai.tool.type"] == "function"
     # From the response the client got to the request its results came with (rounds record their times to the ms).
