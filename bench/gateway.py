@@ -13,7 +13,7 @@ p50), 50 at once and then one at a time, and one request at a time against a mod
 latency the proxy adds).
 
 Beside Toolgate, for the CPU per request, the streams and one request at a time: bench.proxy_floor served the same
-way (Flask, the SDK through engine.http_transport, one SQLite row; nothing of Toolgate's), the floor of this stack
+way (Flask, JSON forwarded through a urllib3 pool, one SQLite row; nothing of Toolgate's), the floor of this stack
 under any proxy built on it. What Toolgate adds above that floor is its own work.
 
 Beside Toolgate too, when `make peers` has installed them (bench.peers): the gateways a user would pick instead, the

@@ -39,9 +39,9 @@ ANSWERS = {
     "an answer": [_json(200, COMPLETION)],
     "an error with a JSON message": [_json(400, {"error": {"message": "Bad tools.", "type": "invalid_request"}})],
     "an error with a message at the top": [_json(422, {"message": "Unprocessable."})],
-    "an error with a JSON body and no message": [_json(500, {"detail": "nothing"})],
-    "an error in plain text": [_text(502, "  Bad gateway  ")],
-    "an error with no body": [_text(500, "")],
+    "an error with a JSON body and no message": [_json(500, {"detail": "nothing"}, **{"retry-after-ms": "10"})],
+    "an error in plain text": [_text(502, "  Bad gateway  ", **{"retry-after-ms": "10"})],
+    "an error with no body, retried after the SDK's own waits": [_text(500, "")],
     "a retried 503, then an answer": [_json(503, {"error": {"message": "Busy."}}, **{"Retry-After": "0.05"})]
     + [_json(200, COMPLETION)],
     "a 503 on every try": [_json(503, {"error": {"message": "Busy."}}, **{"Retry-After": "0.05"})] * 3,
@@ -61,10 +61,14 @@ ANSWERS = {
 class Server:
     """Answers each request with the next of `answers` (the last one again once they are used up)."""
 
-    def __init__(self, answers):
-        self.answers = list(answers)
-        self.requests = []
+    def __init__(self, answers=()):
         self.lock = threading.Lock()
+        self.answer_with(answers)
+
+    def answer_with(self, answers):
+        with self.lock:
+            self.answers = list(answers)
+            self.requests = []
 
     def __call__(self, environ, start_response):
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
@@ -75,24 +79,32 @@ class Server:
         return [data]
 
 
-def _outcome(send, answers, stream=False):
-    """(what the sender returned or the ProviderError's text and status, what the server was sent)."""
-    server = Server(answers)
+@pytest.fixture(scope="module")
+def served():
+    """(the server, its base URL), one for the module: starting and stopping one per case is most of their time."""
+    server = Server()
     with serving(server) as url:
-        connection = {
-            "id": f"forward-{id(server)}",
-            "base_url": f"{url}/v1",
-            "api_key_env": "FORWARD_KEY",
-            "default_model": "m",
-            "timeout": 2,
-            "max_retries": 2,
-            "headers": {"X-Team": "blue"},
-        }
-        model = connection_model(connection, environ={"FORWARD_KEY": "sk-forward-test-key"})
-        try:
-            result = list(send(model, True)) if stream else send(model, False)
-        except ProviderError as error:
-            result = (str(error), error.status)
+        yield server, url
+
+
+def _outcome(served, send, answers, stream=False):
+    """(what the sender returned or the ProviderError's text and status, what the server was sent)."""
+    server, url = served
+    server.answer_with(answers)
+    connection = {
+        "id": "forward",
+        "base_url": f"{url}/v1",
+        "api_key_env": "FORWARD_KEY",
+        "default_model": "m",
+        "timeout": 2,
+        "max_retries": 2,
+        "headers": {"X-Team": "blue"},
+    }
+    model = connection_model(connection, environ={"FORWARD_KEY": "sk-forward-test-key"})
+    try:
+        result = list(send(model, True)) if stream else send(model, False)
+    except ProviderError as error:
+        result = (str(error), error.status)
     return result, [(auth, team, {**body, "stream_options": None}) for auth, team, body in server.requests]
 
 
@@ -106,18 +118,18 @@ def _forwarded(model, stream):
 
 @pytest.mark.parametrize("answers", ANSWERS.values(), ids=ANSWERS.keys())
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-def test_the_proxy_reads_every_answer_as_the_sdk_does(answers, stream):
-    forwarded, sent = _outcome(_forwarded, answers, stream)
-    assert (forwarded, sent) == _outcome(_through_sdk, answers, stream)
+def test_the_proxy_reads_every_answer_as_the_sdk_does(served, answers, stream):
+    forwarded, sent = _outcome(served, _forwarded, answers, stream)
+    assert (forwarded, sent) == _outcome(served, _through_sdk, answers, stream)
     assert sent[0][:2] == ("Bearer sk-forward-test-key", "blue")
 
 
-def test_the_retries_and_the_refused_wait_are_told_as_the_sdk_tells_them():
-    assert _outcome(_forwarded, ANSWERS["a 503 on every try"])[0] == (
+def test_the_retries_and_the_refused_wait_are_told_as_the_sdk_tells_them(served):
+    assert _outcome(served, _forwarded, ANSWERS["a 503 on every try"])[0] == (
         "The model endpoint answered HTTP 503 after 3 attempts: Busy.",
         503,
     )
-    assert _outcome(_forwarded, ANSWERS["a 429 asking a wait past the deadline"])[0] == (
+    assert _outcome(served, _forwarded, ANSWERS["a 429 asking a wait past the deadline"])[0] == (
         "The model endpoint answered HTTP 429: Slow down. Not retried: it asked to wait 30 s, which would pass the "
         "2 s timeout.",
         429,
