@@ -14,7 +14,7 @@ import json
 import random
 import time
 from contextlib import contextmanager
-from itertools import chain
+from itertools import chain, count
 
 import urllib3
 from urllib3 import exceptions as urllib3_errors
@@ -87,7 +87,7 @@ def _send(model, budget, data, stream):
     them."""
     endpoint = model.endpoint
     headers = {**endpoint.headers, "Accept": EVENT_STREAM} if stream else endpoint.headers
-    for retries_taken in range(endpoint.max_retries + 1):
+    for retries_taken in count():  # the last attempt (max_retries) returns or raises
         left = budget.left()
         if left <= 0:
             raise DeadlinePassed(budget)
@@ -128,7 +128,6 @@ def _send(model, budget, data, stream):
             budget.refused_wait, budget.wait_was_asked = wait, asked
         message = error_answer_text(response.status, content.decode("utf-8", "replace"))
         raise model.refused(response.status, message, budget)
-    raise AssertionError("the last attempt returns or raises")
 
 
 def _failure(model, budget, error):
