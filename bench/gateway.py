@@ -5,14 +5,15 @@ the same run, every figure a ratio to the direct one.
 The model server is tests/async_model_server.py in a process of its own (asyncio: it holds a thousand connections
 at once). The clients are httpx2's async client in this process: each request on a connection of its own, closed
 after the answer; then the same with clients that keep their connections open, as SDK clients do. Measured beside
-the bursts: `GET /agents` loaded one request after the other during the largest burst (p95), the server's CPU time
+the bursts: `GET /agents` opened every 200 ms on a fresh connection from a process of its own during the largest
+burst (p95), the server's CPU time
 over the requests it served (user + system of its processes, from /proc), its peak memory (resident set, the sum
 of its processes), a streamed answer of 40 chunks over 2 s (its first and last text and the end of the response,
 p50), 50 at once and then one at a time, and one request at a time against a model that answers at once (the
 latency the proxy adds).
 
 Beside Toolgate, for the CPU per request, the streams and one request at a time: bench.proxy_floor served the same
-way (Flask, the SDK through engine.http_transport, one SQLite row; nothing of Toolgate's), the floor of this stack
+way (Flask, JSON forwarded through a urllib3 pool, one SQLite row; nothing of Toolgate's), the floor of this stack
 under any proxy built on it. What Toolgate adds above that floor is its own work.
 
 Beside Toolgate too, when `make peers` has installed them (bench.peers): the gateways a user would pick instead, the
@@ -28,11 +29,11 @@ served the app before (waitress, 32 threads), measured in the same run for the b
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import urllib.request
 
 import httpx2
 
@@ -49,6 +50,7 @@ STREAMED_ALONE = 5  # rounds of one streamed answer at a time to each server, ab
 ONE_AT_A_TIME = 200
 WARM_UP = 20
 WARM_UP_BURSTS = 3
+PAGE_EVERY = 0.2  # seconds between two GET /agents during the largest burst
 REQUEST_TIMEOUT = 120.0
 SERVERS = {
     "make-run": MAKE_RUN,
@@ -182,30 +184,38 @@ async def streams_one_at_a_time(urls, rounds=STREAMED_ALONE, headers=None):
     return {url: [list(figure) for figure in zip(*results, strict=True)] for url, results in samples.items()}
 
 
-def pages_while(base_url, stop):
-    """GET /agents one after the other until `stop` is set: latencies, failures."""
-    latencies, failures = [], 0
-    with httpx2.Client(base_url=base_url, timeout=REQUEST_TIMEOUT) as client:
-        while not stop.is_set():
-            started = time.perf_counter()
-            try:
-                failures += client.get("/agents").status_code != 200
-            except httpx2.HTTPError:
-                failures += 1
-            latencies.append(time.perf_counter() - started)
-    return latencies, failures
+def pages_while(base_url, stop, latencies):
+    """GET /agents every PAGE_EVERY seconds until `stop` is set, each on a fresh connection, as a person opening the
+    page does (run in a process of its own, apart from the load generator): its latency in `latencies`, None for a
+    failure."""
+    next_at = time.monotonic()
+    while not stop.is_set():
+        started = time.perf_counter()
+        try:
+            with urllib.request.urlopen(f"{base_url}/agents", timeout=REQUEST_TIMEOUT) as response:
+                response.read()
+                latencies.put(time.perf_counter() - started)
+        except OSError:
+            latencies.put(None)
+        next_at = max(next_at + PAGE_EVERY, time.monotonic())
+        stop.wait(next_at - time.monotonic())
 
 
 def burst_with_pages(base_url, url, size):
-    """A burst while a person keeps loading GET /agents: the burst's figures, the page latencies and failures."""
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        pages = pool.submit(pages_while, base_url, stop)
-        try:
-            figures = asyncio.run(burst(url, size, keep_alive=False))
-        finally:
-            stop.set()
-        return figures, *pages.result()
+    """A burst while a person keeps opening GET /agents: the burst's figures, the page latencies and failures."""
+    context = multiprocessing.get_context("spawn")
+    stop, samples = context.Event(), context.Queue()
+    pages = context.Process(target=pages_while, args=(base_url, stop, samples))
+    pages.start()
+    try:
+        figures = asyncio.run(burst(url, size, keep_alive=False))
+    finally:
+        stop.set()
+        pages.join()
+    latencies = []
+    while not samples.empty():
+        latencies.append(samples.get())
+    return figures, [seconds for seconds in latencies if seconds is not None], latencies.count(None)
 
 
 def _cpu_per_request(pid, url, sizes, headers=None):
@@ -383,7 +393,8 @@ def _print_costs(figures):
     others = figures["peers"]
     pages, page_failures, size = figures["pages"]
     print(
-        f"    GET /agents during N = {size}: p50 {percentile(pages, 0.5) * 1000:.1f} ms, "
+        f"    GET /agents every {PAGE_EVERY * 1000:.0f} ms on a fresh connection during N = {size}: "
+        f"p50 {percentile(pages, 0.5) * 1000:.1f} ms, "
         f"p95 {percentile(pages, 0.95) * 1000:.1f} ms ({len(pages)} requests, {page_failures} failed)"
     )
     floor_cpu, cpu = figures["cpu_ms"]

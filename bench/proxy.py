@@ -8,9 +8,10 @@ rounds, each tool result CONVERSATION_OUTPUT long, as an agent's do (the body gr
 finds the run each request continues and records it again).
 
 Beside each, bench.proxy_floor served the same way and timed the same way, the pairs taking turns: what the
-extra hop costs on this stack by itself (Flask, the SDK, one SQLite row), the floor under the proxy's figure. The
-rest of the proxy's figure is Toolgate's own work. The same conversations through the proxy's Responses API
-(translated to Chat Completions upstream and back, each response kept) take their turn too, beside the same floor.
+extra hop costs on this stack by itself (Flask, JSON forwarded through a urllib3 pool, one SQLite row), the floor
+under the proxy's figure. The rest of the proxy's figure is Toolgate's own work. The same conversations through the
+proxy's Responses API (translated to Chat Completions upstream and back, each response kept) take their turn too,
+beside the same floor.
 That pair sends its bodies as JSON (`client.post`), the direct call beside it too: the SDK's own typed
 `client.responses.create` spends longer checking and converting a long input than the proxy takes to answer it,
 and that is the client's time, not Toolgate's.

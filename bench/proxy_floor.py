@@ -1,8 +1,9 @@
 """The floor under the policy proxy's figures: the least any proxy built on this stack does for a request — Flask
-reads the body, the `openai` SDK forwards it upstream (through engine.http_transport, as every provider connection
-sends), one row with the request and the answer goes into SQLite (WAL, one write transaction), and the answer goes
-back as JSON; a streamed request is passed on chunk by chunk as server-sent events, its row written at its end. No
-policy, no checks, no run to build.
+reads the body, it is forwarded upstream as JSON bytes through a urllib3 pool (as the proxy forwards to a provider
+connection, engine.proxy.forward) and the answer parsed, one row with the request and the answer goes into SQLite
+(WAL, one write transaction), and the answer goes back as JSON; a streamed answer is passed on as its bytes arrive,
+its row written at its end. No policy, no checks, no retries, no run to build. (Until the proxy stopped using the
+`openai` SDK, the floor forwarded through the SDK too.)
 
 bench.proxy and bench.gateway serve it as they serve the app (`make run`'s server, a process of its own) and time it
 beside the direct call, so each run shows how much of the proxy's figure the extra hop costs by itself, and how much
@@ -17,11 +18,12 @@ import os
 import sqlite3
 import threading
 
-import httpx2
-import openai
+import urllib3
 from flask import Flask, Response, jsonify, request
 
-from engine.http_transport import PooledTransport
+from engine.http_transport import CHUNK_BYTES, IDLE_CONNECTIONS
+
+HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer unused"}
 
 
 class _Exchanges:
@@ -45,12 +47,8 @@ class _Exchanges:
 
 
 def create_app():
-    upstream = openai.OpenAI(
-        base_url=os.environ["FLOOR_UPSTREAM_URL"],
-        api_key="unused",
-        max_retries=0,
-        http_client=httpx2.Client(transport=PooledTransport()),
-    )
+    pool = urllib3.PoolManager(maxsize=IDLE_CONNECTIONS, block=False)
+    url = f"{os.environ['FLOOR_UPSTREAM_URL']}/chat/completions"
     exchanges = _Exchanges(os.environ["FLOOR_DATABASE"])
     app = Flask(__name__)
 
@@ -61,23 +59,23 @@ def create_app():
     @app.post("/v1/chat/completions")
     def chat_completions():
         body = request.get_json()
+        sent = json.dumps(body).encode()
         if body.get("stream"):
-            return Response(_streamed(upstream, exchanges, body), mimetype="text/event-stream")
-        answer = upstream.post("/chat/completions", body=body, cast_to=object)
+            return Response(_streamed(pool, url, sent, exchanges, body), mimetype="text/event-stream")
+        answer = json.loads(pool.urlopen("POST", url, body=sent, headers=HEADERS, retries=False).data)
         exchanges.add(body, answer)
         return jsonify(answer)
 
     return app
 
 
-def _streamed(upstream, exchanges, body):
-    chunks = upstream.post(
-        "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=openai.Stream[object]
-    )
+def _streamed(pool, url, sent, exchanges, body):
+    response = pool.urlopen("POST", url, body=sent, headers=HEADERS, retries=False, preload_content=False)
     received = []
-    with chunks:
-        for chunk in chunks:
-            received.append(chunk)
-            yield f"data: {json.dumps(chunk)}\n\n".encode()
-    exchanges.add(body, received)
-    yield b"data: [DONE]\n\n"
+    try:
+        while data := response.read1(CHUNK_BYTES):
+            received.append(data)
+            yield data
+    finally:
+        response.release_conn()
+    exchanges.add(body, b"".join(received).decode())

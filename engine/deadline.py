@@ -59,7 +59,8 @@ def request_budget(seconds):
         _current_budget.reset(token)
 
 
-def _asked_wait(headers):
+def asked_wait(headers):
+    """The wait in seconds an answer's Retry-After (or retry-after-ms) asks for; None when it asks none."""
     for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
         try:
             return float(headers[name]) / divisor
@@ -69,10 +70,10 @@ def _asked_wait(headers):
     return None if asked_date is None else email.utils.mktime_tz(asked_date) - time.time()
 
 
-def _planned_wait(response, retries_taken):
+def planned_wait(response, retries_taken):
     """How long the SDK would wait before retrying this answer, and whether the server asked for that wait (the
     SDK honours up to two minutes of it) or it is the SDK's own back-off."""
-    asked = _asked_wait(response.headers)
+    asked = asked_wait(response.headers)
     if asked is not None and 0 < asked <= LONGEST_HONOURED_WAIT:
         return asked, True
     return min(FIRST_RETRY_WAIT * 2**retries_taken, LONGEST_RETRY_WAIT), False
@@ -126,7 +127,7 @@ class DeadlineTransport(httpx2.BaseTransport):
             raise
         retries_taken = int(request.headers.get("x-stainless-retry-count", "0") or 0)
         if self._would_retry(response, retries_taken):
-            wait, asked = _planned_wait(response, retries_taken)
+            wait, asked = planned_wait(response, retries_taken)
             if wait >= budget.left():
                 response.headers["x-should-retry"] = "false"
                 budget.refused_wait, budget.wait_was_asked = wait, asked

@@ -82,12 +82,28 @@ class RequestSettings:
         return {"type": "function", "function": {"name": self.tool_choice}}
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """A connection's chat-completions endpoint for a sender of its own bytes (engine.proxy.forward): the URL, the
+    headers the SDK would send that matter (the key, the connection's own), the retries, and the urllib3 pool of the
+    connection's transport (engine.http_transport), shared with its SDK client."""
+
+    url: str
+    headers: dict
+    max_retries: int
+    pool: object
+
+
 class ChatModel:
     """One run's view of a shared client: the model name, the agent's request settings, the connection's extra
-    body, the request deadline, and the key to redact from whatever comes back."""
+    body, the request deadline, and the key to redact from whatever comes back. `endpoint`: the connection's
+    Endpoint, for a connection that sends through its own pool (not the scripted model, nor a test's transport)."""
 
-    def __init__(self, client, model, settings=None, *, extra_body=None, timeout=None, headers=None, secret=None):
+    def __init__(
+        self, client, model, settings=None, *, extra_body=None, timeout=None, headers=None, secret=None, endpoint=None
+    ):
         self.client = client
+        self.endpoint = endpoint
         self.model = model
         self.settings = settings or RequestSettings()
         self.secret = secret
@@ -158,19 +174,36 @@ class ChatModel:
             try:
                 yield budget
             except DeadlinePassed:
-                raise self.error(f"The model did not answer within the {budget.seconds:g} s timeout", budget) from None
+                raise self.deadline_passed(budget) from None
             except openai.APITimeoutError:
-                raise self.error("The model did not answer in time (timeout)", budget) from None
+                raise self.timed_out(budget) from None
             except openai.APIStatusError as error:
-                text = f"The model endpoint answered HTTP {error.status_code}{_attempts(budget)}: {_error_text(error)}"
-                if budget.refused_wait is not None:
-                    text = f"{_sentence(text)} Not retried: {_refused_wait(budget)}"
-                raise self.error(text, status=error.status_code) from None
+                raise self.refused(error.status_code, _error_text(error.body, error.message), budget) from None
             except openai.APIConnectionError as error:
-                reason = str(error.__cause__ or "") or str(error)
-                raise self.error(f"Could not reach the model endpoint{_attempts(budget)}: {reason}") from None
+                raise self.unreachable(str(error.__cause__ or "") or str(error), budget) from None
             except (openai.OpenAIError, ValueError, TypeError) as error:
-                raise self.error(f"The model's answer could not be read: {error}") from None
+                raise self.unreadable(error) from None
+
+    # What went wrong with a request, in words: one wording whoever sent it (the SDK here, the policy proxy's own
+    # sending in engine.proxy.forward).
+
+    def deadline_passed(self, budget):
+        return self.error(f"The model did not answer within the {budget.seconds:g} s timeout", budget)
+
+    def timed_out(self, budget):
+        return self.error("The model did not answer in time (timeout)", budget)
+
+    def refused(self, status, message, budget):
+        text = f"The model endpoint answered HTTP {status}{_attempts(budget)}: {message}"
+        if budget.refused_wait is not None:
+            text = f"{_sentence(text)} Not retried: {_refused_wait(budget)}"
+        return self.error(text, status=status)
+
+    def unreachable(self, reason, budget):
+        return self.error(f"Could not reach the model endpoint{_attempts(budget)}: {reason}")
+
+    def unreadable(self, error):
+        return self.error(f"The model's answer could not be read: {error}")
 
     def error(self, text, budget=None, status=None):
         if budget is not None:
@@ -193,16 +226,30 @@ def _sentence(text):
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
-def _error_text(error):
-    body = error.body
+def _error_text(body, message):
+    """What an error answer says: the message of its JSON body (`body`, as the SDK reads it: the "error" object when
+    there is one), else its text, else the SDK's `message`."""
     if isinstance(body, dict):
         nested = body.get("error")
-        message = nested.get("message") if isinstance(nested, dict) else body.get("message")
-        if message:
-            return str(message).strip()
+        text = nested.get("message") if isinstance(nested, dict) else body.get("message")
+        if text:
+            return str(text).strip()
     if isinstance(body, str) and body:
         return body
-    return str(error.message)
+    return str(message)
+
+
+def error_answer_text(status, text):
+    """_error_text of an error answer whose body is `text`, read as the SDK reads one (its body and its message)."""
+    text = text.strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return _error_text(text, f"Error code: {status}")
+    error = body.get("error", body) if isinstance(body, dict) else None
+    said = error.get("message") if isinstance(error, dict) else None
+    message = f"Error code: {status} - {said}" if isinstance(said, str) and said else f"Error code: {status}"
+    return _error_text(error if isinstance(body, dict) else body, message)
 
 
 def check_answer_size(texts):
@@ -308,6 +355,7 @@ def _no_key():
 
 
 def _connection_client(connection, api_key, timeout, max_retries, transport):
+    """(the connection's shared openai client, the transport it sends through)."""
     headers = dict(connection.get("headers") or {})
     built_from = (connection.get("base_url"), api_key, timeout, max_retries, json.dumps(headers), transport)
     with _clients_lock:
@@ -332,8 +380,8 @@ def _connection_client(connection, api_key, timeout, max_retries, transport):
         # A client replaced by an edited connection may still serve a run in flight: its pooled connections are
         # closed once nothing holds it any more, instead of being left open for the garbage collector.
         weakref.finalize(client, http_client.close)
-        _connection_clients[connection.get("id")] = (built_from, client)
-        return client
+        _connection_clients[connection.get("id")] = (built_from, (client, network))
+        return client, network
 
 
 def _network_transport(base_url):
@@ -371,7 +419,21 @@ def connection_model(connection, model="", environ=None, transport=None, setting
         raise ProviderError(f'No model is set for the provider "{label}" or the agent.')
     import openai
 
-    client = _connection_client(connection, api_key, timeout, max_retries, transport)
+    client, network = _connection_client(connection, api_key, timeout, max_retries, transport)
+    endpoint = None
+    if transport is None:
+        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        endpoint = Endpoint(
+            f"{str(client.base_url).rstrip('/')}/chat/completions",
+            {
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+                **auth,
+                **(connection.get("headers") or {}),
+            },
+            max_retries,
+            network.pool,
+        )
     return ChatModel(
         client,
         chosen,
@@ -380,6 +442,7 @@ def connection_model(connection, model="", environ=None, transport=None, setting
         timeout=timeout,
         headers=None if api_key else {"Authorization": openai.omit},
         secret=api_key,
+        endpoint=endpoint,
     )
 
 

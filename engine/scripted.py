@@ -49,7 +49,6 @@ def tool_results(messages):
 def scripted_reply(script, messages, tools_offered):
     """The assistant message (OpenAI chat format) the script gives to a request with these messages."""
     position = sum(1 for message in messages if message.get("role") == "assistant")
-    results = tool_results(messages)
     if not tools_offered:
         content = next(
             (item["content"] for item in script[position:] if not item.get("tool_calls") and "content" in item),
@@ -62,6 +61,7 @@ def scripted_reply(script, messages, tools_offered):
     reply = {"role": "assistant", "content": item.get("content")}
     calls = item.get("tool_calls") or []
     if calls:
+        results = tool_results(messages)
         reply["tool_calls"] = [
             {
                 "id": call.get("id") or default_call_id(position + 1, number),

@@ -7,7 +7,9 @@ runs table, where a response held for approval waits in its run's row, and the a
 is sent or stored. No Flask here.
 """
 
+import threading
 import time
+from contextlib import contextmanager
 
 from engine.addresses import NOTHING_ALLOWED
 from engine.config import SCRIPTED_PROVIDER
@@ -28,6 +30,34 @@ from store import runs as run_store
 from store.db import pooled_db, write_transaction
 
 REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not serve
+# How many proxied requests of a process do their own work at once (the agent read, the checks, the gate, the run
+# recorded); the others wait for a turn without taking the CPU, and a request waiting for its model, or for a
+# decision, holds no turn. Under gevent (`make run`) every request that is ready runs in turn, so without turns a
+# page asked during a burst of a thousand proxied requests waited for all of their work first (bench.gateway:
+# GET /agents, p95).
+TURNS = 32
+_turns = threading.BoundedSemaphore(TURNS)
+
+
+@contextmanager
+def _without_turn():
+    """Inside a turn, a wait that takes no CPU of this process: the turn is someone else's meanwhile."""
+    _turns.release()
+    try:
+        yield
+    finally:
+        _turns.acquire()
+
+
+class _WithoutTurn:
+    """The upstream, asked without holding a turn: its answer takes the model's time, not this process's."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+
+    def __call__(self, body):
+        with _without_turn():
+            return self.upstream(body)
 
 
 class StoredRuns:
@@ -79,6 +109,32 @@ class StoredRuns:
         with pooled_db(self.database_url) as db:
             run_store.let_go(db, run_id)
 
+    def pause(self, seconds):
+        """How a held request waits between two looks at its run."""
+        time.sleep(seconds)
+
+
+class _StoredWithoutTurn(StoredRuns):
+    """Runs recorded, and decisions waited for, without holding a turn: the runs answered at the same moment are
+    committed together (store.db.write_together), and a group held to the requests that have a turn would commit far
+    more often; a request waiting for a person takes no CPU."""
+
+    def save(self, run):
+        with _without_turn():
+            return super().save(run)
+
+    def continue_run(self, run_id, run, conversation_key, new_log):
+        with _without_turn():
+            return super().continue_run(run_id, run, conversation_key, new_log)
+
+    def hold(self, replaces, run, loop_state, new_log):
+        with _without_turn():
+            return super().hold(replaces, run, loop_state, new_log)
+
+    def pause(self, seconds):
+        with _without_turn():
+            super().pause(seconds)
+
 
 def answer_and_record(
     database_url,
@@ -101,11 +157,13 @@ def answer_and_record(
     page, with {run_id}; `allowed_networks`: what the address rule allows besides its own). No connection is held
     while the model answers or a decision is awaited (StoredRuns)."""
     webhooks = (run_url, allowed_networks)
-    config, merged, request, upstream, runs = _prepared(
-        database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
-    )
-    exchange, run = serve(config, merged, request, upstream, runs)
-    keep_answer(database_url, agent_id, api, request, exchange, run, creator)
+    with _turns:
+        config, merged, request, upstream, webhook = _prepared(
+            database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
+        )
+        runs = _StoredWithoutTurn(database_url, agent_id, webhook)
+        exchange, run = serve(config, merged, request, _WithoutTurn(upstream), runs)
+        keep_answer(database_url, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
 
 
@@ -127,10 +185,13 @@ def stream_and_record(
     The run is recorded (and the answer kept, for the Responses API) when the stream ends, however it ends: the
     stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
     webhooks = (run_url, allowed_networks)
-    config, merged, request, upstream, runs = _prepared(
+    config, merged, request, upstream, webhook = _prepared(
         database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
     )
-    streamed = StreamedAnswer(config, merged, request, upstream, runs, keep_alive_seconds)
+    # Streams take no turns: a slow client would hold one while it reads.
+    streamed = StreamedAnswer(
+        config, merged, request, upstream, StoredRuns(database_url, agent_id, webhook), keep_alive_seconds
+    )
 
     def pieces():
         try:
@@ -151,7 +212,7 @@ def _prepared(database_url, agent_id, body, api, registry, environ, transport, c
     secret = (environ or {}).get(key_variable) if key_variable else None
     run_url, allowed_networks = webhooks
     webhook = ApprovalWebhook(config.approval_webhook, run_url, allowed_networks, secret)
-    return config, merged, request, upstream, StoredRuns(database_url, agent_id, webhook)
+    return config, merged, request, upstream, webhook
 
 
 def keep_answer(database_url, agent_id, api, request, exchange, run, creator=None):

@@ -111,7 +111,7 @@ class _Conversation:
         for _attempt in range(ATTACH_ATTEMPTS):
             if self.runs.take(run_id, "attach"):
                 break
-            time.sleep(POLL_SECONDS)
+            self.runs.pause(POLL_SECONDS)
         else:
             raise Superseded()
         run_state, loop = self.runs.held(run_id)
@@ -155,7 +155,7 @@ class _Conversation:
             if outcome is not None:
                 self.waiting = False
                 return outcome
-            time.sleep(POLL_SECONDS)
+            self.runs.pause(POLL_SECONDS)
             if time.monotonic() - last >= self.keep_alive_seconds:
                 last = time.monotonic()
                 yield KeepAlive()
@@ -270,3 +270,7 @@ class RunsInMemory:
 
     def let_go(self, run_id):
         """Nothing holds a run kept in memory."""
+
+    def pause(self, seconds):
+        """How a held request waits between two looks at its run: a replay's calls are decided before it asks."""
+        time.sleep(seconds)

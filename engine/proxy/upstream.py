@@ -1,7 +1,8 @@
 """The agent's provider as the policy proxy's upstream: a chat-completions body in, the answer as parsed JSON out
-(or its chunks as the model writes them), through the ChatModel a run of the agent would use — the shared client of
-its connection, its deadline, retries, headers and extra body, the key redacted from whatever comes back — so the
-scripted model answers the agent's script.
+(or its chunks as the model writes them), through the ChatModel a run of the agent would use — its connection's
+deadline, retries, headers and extra body, the key redacted from whatever comes back — so the scripted model answers
+the agent's script. A provider connection is asked without the SDK (engine.proxy.forward, through the same pool);
+the scripted model, and a connection over a transport a test put in, through the SDK.
 
 The body goes out as the proxy built it and the answer comes back as the server sent it, so that fields Toolgate
 does not know pass through to the client. Failures become UpstreamError with the status the client should get.
@@ -11,6 +12,7 @@ from dataclasses import replace
 
 from ..providers import ProviderError, model_for_agent
 from ..redaction import redact
+from . import forward
 from .core import UpstreamError
 
 
@@ -30,14 +32,16 @@ class Upstream:
     def __call__(self, body):
         body = self.body(body)
         try:
-            return redact(self.model.post(body), self.model.secret)
+            answer = self.model.post(body) if self.model.endpoint is None else forward.post(self.model, body)
+            return redact(answer, self.model.secret)
         except ProviderError as error:
             raise UpstreamError(error.status or 502, str(error)) from None
 
     def stream(self, body):
         body = self.body(body)
+        chunks = self.model.stream(body) if self.model.endpoint is None else forward.stream(self.model, body)
         try:
-            for chunk in self.model.stream(body):
+            for chunk in chunks:
                 yield redact(chunk, self.model.secret)
         except ProviderError as error:
             raise UpstreamError(error.status or 502, str(error)) from None

@@ -1,0 +1,72 @@
+"""A proxied request does its own work in one of services.proxy.TURNS turns, and gives its turn back however it
+ends: answered, failed upstream, or refused for a bad body. A turn kept would leave, after TURNS of them, every
+later request of the process waiting for ever."""
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx2
+
+from services.proxy import TURNS
+from tests.live_http import serving
+from tests.proxy_support import PLACE, USER, FakeUpstream, add_upstream, completion
+
+
+def test_more_requests_than_turns_each_get_an_answer_whether_answered_failed_or_refused(app, client):
+    upstream = FakeUpstream(
+        *[completion("Placed."), (500, {"error": {"message": "The engine is overloaded."}})] * (TURNS + 1)
+    )
+    with serving(upstream) as url:
+        add_upstream(app, url)
+        client.put("/api/agents/canvas", json={"label": "Canvas", "provider": "upstream"})
+        statuses = []
+        for _ in range(TURNS + 1):
+            body = {"model": "m", "messages": [USER], "tools": [PLACE]}
+            statuses.append(client.post("/proxy/canvas/v1/chat/completions", json=body).status_code)
+            statuses.append(client.post("/proxy/canvas/v1/chat/completions", json=body).status_code)
+            refused = client.post("/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": "no"})
+            statuses.append(refused.status_code)
+    assert statuses == [200, 500, 400] * (TURNS + 1)
+
+
+def test_requests_held_for_approval_hold_no_turn_and_others_are_answered_meanwhile(app, client):
+    """More requests waiting for a person than there are turns: each is held, and another agent's request is
+    answered while they all wait."""
+    approval = {"place_components": {"require_approval": True}}
+    held_agent = {"label": "Held", "client_tools": approval, "approval_timeout_seconds": 3, "script": [HERO, DONE]}
+    assert client.put("/api/agents/held", json=held_agent).status_code == 201
+    assert client.put("/api/agents/free", json={"label": "Free", "script": [{"content": "Free."}]}).status_code == 201
+    with serving(app) as base_url, ThreadPoolExecutor(TURNS + 1) as pool:
+        held = [
+            pool.submit(httpx2.post, f"{base_url}/proxy/held/v1/chat/completions", json=asking(number), timeout=BOUND)
+            for number in range(TURNS + 1)
+        ]
+        _wait_until(lambda: len(_awaiting(client)) == TURNS + 1)
+        free = httpx2.post(f"{base_url}/proxy/free/v1/chat/completions", json=asking(0), timeout=BOUND)
+        still_waiting = sum(not request.done() for request in held)
+        answers = [request.result(timeout=BOUND) for request in held]
+
+    assert free.status_code == 200 and free.json()["choices"][0]["message"]["content"] == "Free."
+    assert still_waiting == TURNS + 1
+    assert [answer.status_code for answer in answers] == [200] * (TURNS + 1)
+
+
+HERO = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
+DONE = {"content": "Placed."}
+BOUND = 60  # seconds any one step may take before the test fails instead of hanging
+
+
+def asking(number):
+    """A conversation of its own (the same conversation sent twice would attach to one wait)."""
+    return {"model": "m", "messages": [{"role": "user", "content": f"Place hero number {number}."}], "tools": [PLACE]}
+
+
+def _awaiting(client):
+    return client.get("/api/runs?state=awaiting_approval&agent=held").get_json()["runs"]
+
+
+def _wait_until(condition):
+    deadline = time.monotonic() + BOUND
+    while not condition():
+        assert time.monotonic() < deadline, "the held requests did not all start waiting"
+        time.sleep(0.05)
