@@ -22,7 +22,7 @@ REQUEST_LINE := 8190
 BARE_HOST = $(HOST:[%]=%)
 BIND = $(if $(findstring :,$(BARE_HOST)),[$(BARE_HOST)],$(BARE_HOST)):$(PORT)
 
-.PHONY: run test bench bench-peers peers lint lock chromium postgresql
+.PHONY: run test bench bench-peers peers lint lock chromium postgresql nginx
 
 run: $(INSTALLED)
 	@$(BIN)/flask --app app check-host $(HOST)
@@ -32,7 +32,7 @@ run: $(INSTALLED)
 		--keep-alive=$(KEEP_ALIVE) --limit-request-line=$(REQUEST_LINE) --no-control-socket 'app:serve_app()'
 
 # Two test processes, one per core of the machines it runs on: the suite took 7.8 minutes in one, 5.5 in two.
-test: $(INSTALLED_TEST) chromium postgresql
+test: $(INSTALLED_TEST) chromium postgresql nginx
 	$(BIN)/pytest -n 2
 
 bench: $(INSTALLED_TEST) postgresql
@@ -85,3 +85,9 @@ chromium:
 postgresql:
 	@dpkg -s postgresql >/dev/null 2>&1 || { apt-get update -qq && \
 		apt-get install -y -qq --no-install-recommends postgresql; }
+
+# The README's nginx configuration runs in front of two replicas in the tests (tests/nginx.py), each test starting
+# an nginx process of its own on a free port; the package's own service is never started.
+nginx:
+	@dpkg -s nginx >/dev/null 2>&1 || { apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends nginx; }

@@ -79,6 +79,50 @@ class SlowModel(ModelDouble):
         super().__init__(script=script, delay=delay)
 
 
+class HeldStream:
+    """A streaming OpenAI-compatible server that writes its opening ("Hello ") at once, then waits to be released
+    (or `wait` seconds) before it writes the rest, word by word. `closed_early` says the proxy hung up before it had
+    written everything; `written` that it wrote everything."""
+
+    def __init__(self, words=("world.",), pause=0.0, opening="Hello ", wait=10.0):
+        self.wait = wait
+        self.released = threading.Event()
+        self.closed_early = threading.Event()
+        self.written = threading.Event()
+        self.opening = opening
+        self.words = words
+        self.pause = pause
+        self.bodies = []
+
+    def __call__(self, environ, start_response):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        self.bodies.append(json.loads(environ["wsgi.input"].read(length)))
+        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+        return self.events()
+
+    def events(self):
+        head = {"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+        def data(delta, finish_reason=None):
+            chunk = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+            return f"data: {json.dumps(chunk)}\n\n".encode()
+
+        try:
+            yield data({"role": "assistant", "content": ""})
+            if self.opening:
+                yield data({"content": self.opening})
+            self.released.wait(self.wait)
+            for word in self.words:
+                time.sleep(self.pause)
+                yield data({"content": word})
+            yield data({}, "stop")
+            yield b"data: [DONE]\n\n"
+            self.written.set()
+        except GeneratorExit:
+            self.closed_early.set()
+            raise
+
+
 def csrf_token(html):
     field = CSRF_FIELD.search(html)
     assert field, "no CSRF token in the page"

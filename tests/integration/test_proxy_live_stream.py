@@ -2,8 +2,6 @@
 writes it — the first words arrive while the upstream is still writing — and a client that goes away mid-stream
 stops the upstream request, its run recording how far it got. Real servers on 127.0.0.1 on both sides."""
 
-import json
-import threading
 import time
 
 import anthropic
@@ -11,50 +9,10 @@ import httpx2
 import pytest
 
 from tests.html_reader import text_of
-from tests.live_http import serving
+from tests.live_http import HeldStream, serving
 from tests.proxy_support import PLACE, RESTRICT, USER, add_upstream, proxy_client
 
 WAIT = 10.0  # seconds any step may take before the test fails instead of hanging
-
-
-class HeldStream:
-    """A streaming OpenAI-compatible server that writes its opening ("Hello ") at once, then waits to be released
-    before it writes the rest, word by word. `closed_early` says the proxy hung up before it had written everything."""
-
-    def __init__(self, words=("world.",), pause=0.0, opening="Hello "):
-        self.released = threading.Event()
-        self.closed_early = threading.Event()
-        self.opening = opening
-        self.words = words
-        self.pause = pause
-        self.bodies = []
-
-    def __call__(self, environ, start_response):
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        self.bodies.append(json.loads(environ["wsgi.input"].read(length)))
-        start_response("200 OK", [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
-        return self.events()
-
-    def events(self):
-        head = {"id": "up-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-
-        def data(delta, finish_reason=None):
-            chunk = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
-            return f"data: {json.dumps(chunk)}\n\n".encode()
-
-        try:
-            yield data({"role": "assistant", "content": ""})
-            if self.opening:
-                yield data({"content": self.opening})
-            self.released.wait(WAIT)
-            for word in self.words:
-                time.sleep(self.pause)
-                yield data({"content": word})
-            yield data({}, "stop")
-            yield b"data: [DONE]\n\n"
-        except GeneratorExit:
-            self.closed_early.set()
-            raise
 
 
 @pytest.fixture

@@ -2,37 +2,18 @@
 one PostgreSQL database and one secret key, behave as one Toolgate, whichever of them a request reaches."""
 
 import re
-import secrets
 import threading
-from contextlib import contextmanager
 
 import httpx2
 import pytest
 
 from tests.html_reader import form_fields
-from tests.live_http import MAKE_RUN, AppProcess, all_at_once, browser, csrf_token, post_form, post_json
+from tests.live_http import all_at_once, browser, post_form, post_json
+from tests.replicas import form, signed_in, token_on, two_replicas
 from tests.run_scenarios import BUNDLES_MESSAGE, bundles_agent
 
-PASSWORD = "one passphrase for both replicas"
 WRONG = "Password is not right."
 CHAT = "/proxy/proxied/v1/chat/completions"
-
-
-@contextmanager
-def two_replicas(cluster, folder):
-    """Two replicas of the app on one new database (migrated by whichever starts first): their processes, ready."""
-    environment = {"TOOLGATE_DATABASE_URL": cluster.create_database(), "TOOLGATE_ADMIN_PASSWORD": PASSWORD}
-    processes = [
-        AppProcess(MAKE_RUN, folder / "unused.db", folder / f"{name}.log", ready_path="/login", **environment)
-        for name in "ab"
-    ]
-    try:
-        for process in processes:
-            process.url = process.ready()
-        yield processes
-    finally:
-        for process in processes:
-            process.stop()
 
 
 @pytest.fixture(scope="module")
@@ -40,23 +21,6 @@ def replicas(postgresql_template, tmp_path_factory):
     """The base URLs of two replicas on one database."""
     with two_replicas(postgresql_template[0], tmp_path_factory.mktemp("replicas")) as processes:
         yield [process.url for process in processes]
-
-
-@contextmanager
-def signed_in(base_url):
-    with browser(base_url) as client:
-        assert post_form(client, "/login", {"password": PASSWORD}).status_code == 303
-        yield client
-
-
-def token_on(client):
-    created = client.post("/tokens", data={"name": secrets.token_hex(4), "csrf_token": form(client, "/tokens")})
-    assert created.status_code == 201, created.text
-    return created.text.split('<code class="secret"', 1)[1].split(">", 1)[1].split("<", 1)[0]
-
-
-def form(client, path):
-    return csrf_token(client.get(path).text)
 
 
 def test_a_login_holds_on_every_replica_and_log_out_on_one_ends_it_on_both(replicas):
