@@ -130,6 +130,58 @@ def test_runs_committed_together_are_inserted_by_one_statement_each_with_its_own
     assert len(inserts) < THREADS // 2
 
 
+def _rejected(tool, reason):
+    return {"name": tool, "status": "rejected", "reason": reason}
+
+
+def test_runs_inserted_together_are_each_counted(database, connection):
+    """The counts the lists and charts read (kept by the database as rows arrive) count every run of a group
+    inserted by one statement, several of one key among them, and every log entry."""
+    agents, reasons = ("canvas", "ledger"), ("answered", "round_cap", "error")
+    calls = [_rejected("search", "call_limit"), _rejected("search", "call_limit"), _rejected("fetch", "unknown_tool")]
+
+    def save(number):
+        if number == 0:  # holds the group's first commit while the other runs are handed in
+            return write_together(connection(), _note("first", slow=True))
+        run = {
+            "agent_id": agents[number % 2],
+            "message": f"request {number}",
+            "stop_reason": reasons[number % 3],
+            "rounds_used": number % 2 + 1,
+            "rounds": [{"calls": calls[: number % 4]}],
+            "log": [{"level": "warning", "kind": "call_limit", "agent_id": agents[number % 2], "message": "limit"}],
+        }
+        return run_store.save_run(connection(), run)["id"]
+
+    all_at_once(save, range(THREADS))
+
+    db = Database(database)
+    try:
+        assert db.query(
+            "SELECT agent_id, stop_reason, count FROM run_counts ORDER BY agent_id, stop_reason"
+        ) == db.query(
+            "SELECT agent_id, stop_reason, count(*) AS count FROM runs GROUP BY agent_id, stop_reason "
+            "ORDER BY agent_id, stop_reason"
+        )
+        assert db.query(
+            "SELECT rounds_used, sum(count) AS count FROM run_chart_counts GROUP BY rounds_used ORDER BY rounds_used"
+        ) == db.query("SELECT rounds_used, count(*) AS count FROM runs GROUP BY rounds_used ORDER BY rounds_used")
+        assert db.query(
+            "SELECT agent_id, sum(count) AS count FROM log_counts GROUP BY agent_id ORDER BY agent_id"
+        ) == db.query("SELECT agent_id, count(*) AS count FROM log GROUP BY agent_id ORDER BY agent_id")
+        rejected = {
+            (row["tool"], row["reason"]): row["count"]
+            for row in db.query("SELECT tool, reason, sum(count) AS count FROM rejection_counts GROUP BY tool, reason")
+        }
+    finally:
+        db.close()
+    by_count = [number % 4 for number in range(1, THREADS)]
+    assert rejected == {
+        ("search", "call_limit"): sum(min(count, 2) for count in by_count),
+        ("fetch", "unknown_tool"): by_count.count(3),
+    }
+
+
 def test_each_write_is_committed_before_its_request_goes_on(database, connection):
     """What a request reads back on another connection right after its write returns is there."""
 
