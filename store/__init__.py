@@ -125,16 +125,18 @@ def insert_row(db, table, row):
 
 
 def insert_rows(db, table, rows):
-    """Insert rows; returns their ids in order. Rows that have the same columns, one after the other, are inserted
-    ROWS_PER_INSERT in each statement (one round trip to PostgreSQL). Both engines number the rows of one INSERT in
-    the order they come, though RETURNING may give them back in another: the ids sorted are the rows' in order."""
+    """Insert rows; returns their ids in order (those given, or those the database chose). Rows that have the same
+    columns, one after the other, are inserted ROWS_PER_INSERT in each statement (one round trip to PostgreSQL).
+    Both engines number the rows of one INSERT in the order they come, though RETURNING may give them back in
+    another: the ids chosen, sorted, are the rows' in order."""
     ids = []
     for columns, same in groupby(rows, key=tuple):
         same = list(same)
         names = ", ".join(f'"{column}"' for column in columns)
         for start in range(0, len(same), ROWS_PER_INSERT):
             chunk = same[start : start + ROWS_PER_INSERT]
-            ids += sorted(_INSERT_MANY[db.dialect.name](db, table, names, chunk).scalars())
+            chosen = sorted(_INSERT_MANY[db.dialect.name](db, table, names, chunk).scalars())
+            ids += [row["id"] for row in chunk] if "id" in columns else chosen
     return ids
 
 
