@@ -43,7 +43,7 @@ def entry_rows(entries, run_id, created_at):
 
 
 def add_rows(db, rows):
-    """Append log rows (entry_rows), all in one statement run for each."""
+    """Append log rows (entry_rows): one statement run for each row, which psycopg sends together."""
     if rows:
         execute(
             db,

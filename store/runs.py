@@ -80,7 +80,8 @@ def save_run(db, run, loop_state=None):
 
 
 def _insert_runs(db, runs):
-    """Insert runs ([(runs row, log entries)]) and their log entries, in two statements; their ids in order."""
+    """Insert runs ([(runs row, log entries)]) and their log entries: the runs by insert_rows, then every entry by
+    one statement; their ids in order."""
     ids = insert_rows(db, "runs", [row for row, _ in runs])
     entries = [
         entry
