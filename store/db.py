@@ -15,7 +15,8 @@ store/ writes: it begins a real transaction, which the `begin` event hook starts
 fails at once with "database is locked" when another connection commits in between, whatever the busy timeout,
 while `BEGIN IMMEDIATE` takes the write lock when it begins and waits up to the busy timeout for it, so writers
 queue instead of failing. Inside another one it is a savepoint. A write that many requests make at the same moment
-(a run recorded) goes through `write_together(db, write)`, which commits them in one such transaction.
+(a run recorded) goes through `write_together(db, write)` or `write_many_together`, which commit them in one such
+transaction.
 """
 
 import os
@@ -197,8 +198,9 @@ def write_transaction(db):
 
 
 class _Write:
-    def __init__(self, write):
-        self.write = write
+    def __init__(self, write_many, item):
+        self.write_many = write_many
+        self.item = item
         self.done = threading.Event()
         self.result = None
         self.error = None
@@ -221,11 +223,24 @@ _groups = {}  # database URL -> _GroupCommit
 _groups_lock = threading.Lock()
 
 
+def _each_alone(db, writes):
+    return [write(db) for write in writes]
+
+
 def write_together(db, write):
-    """`write(db)`, committed in one write transaction with the writes other requests of this process hand in at
-    the same moment (a group commit); its result. Each request returns only once its own write is committed, so an
-    answer never names a run a crash could lose; the transaction's cost (the write lock, the commit writing every
-    page it changed to the WAL) is paid once for the group. A write that raises fails alone.
+    """`write(db)`, committed with the writes other requests hand in at the same moment (write_many_together);
+    its result."""
+    return write_many_together(db, _each_alone, write)
+
+
+def write_many_together(db, write_many, item):
+    """The write of `item`, committed in one write transaction with the writes other requests of this process hand
+    in at the same moment (a group commit); its result. `write_many(db, items)` writes items and returns their
+    results in order: the items handed in with the same write_many are written by one call of it (one INSERT of
+    many rows, say), so the statements of a group do not grow with the writes it holds. Each request returns only
+    once its own write is committed, so an answer never names a run a crash could lose; the transaction's cost (the
+    write lock, the commit writing every page it changed to the WAL; on PostgreSQL a round trip per statement) is
+    paid once for the group. A write that raises fails alone.
 
     The first request to hand one in commits: it lets the other requests that are ready run first (under gevent,
     those whose answer came in meanwhile), so they can join, then commits on its connection whatever has come in.
@@ -233,10 +248,10 @@ def write_together(db, write):
     url = db.engine.url
     if db.info.get(WRITING) or (url.get_backend_name() == "sqlite" and sqlite_path(str(url)) is None):
         with write_transaction(db):
-            return write(db)
+            return write_many(db, [item])[0]
     with _groups_lock:
         group = _groups.setdefault(str(url), _GroupCommit())
-    mine = _Write(write)
+    mine = _Write(write_many, item)
     with group.lock:
         group.waiting.append(mine)
         commits = not group.committing
@@ -250,11 +265,44 @@ def write_together(db, write):
     return mine.result
 
 
+class _WriteFailed(Exception):
+    """A write of a batch raised: the batch is written again, each write in a savepoint of its own."""
+
+
+def _commit_batch(db, batch):
+    """Commit a batch of writes in one transaction, a write that raises failing alone. The writes are made
+    together first, one call of each write_many for all its items, with no savepoint (on PostgreSQL each costs a
+    round trip); if one raises, that transaction is rolled back and the batch is written again, each write on its
+    own in a savepoint, rolled back alone if it raises."""
+    together = {}
+    for pending in batch:
+        together.setdefault(pending.write_many, []).append(pending)
+    try:
+        with write_transaction(db):
+            for write_many, writes in together.items():
+                try:
+                    results = write_many(db, [pending.item for pending in writes])
+                except Exception as error:
+                    raise _WriteFailed from error
+                for pending, result in zip(writes, results, strict=True):
+                    pending.result = result
+        return
+    except _WriteFailed:
+        pass
+    with write_transaction(db):
+        for pending in batch:
+            try:
+                with write_transaction(db):
+                    pending.result = pending.write_many(db, [pending.item])[0]
+            except Exception as error:  # noqa: BLE001 - the request whose write it was raises it
+                pending.error = error
+
+
 def _commit_waiting(db, group):
-    """Commit what the group's requests hand in, until none is waiting: each write in a savepoint of its own. A
-    commit that fails fails the writes it held, each request raising the error itself. A request stopped while it
-    commits (gevent stops a greenlet with an exception that is not an Exception) fails those, and the writes still
-    waiting, which no request would commit any more, and stops."""
+    """Commit what the group's requests hand in, until none is waiting (_commit_batch). A commit that fails fails
+    the writes it held, each request raising the error itself. A request stopped while it commits (gevent stops a
+    greenlet with an exception that is not an Exception) fails those, and the writes still waiting, which no
+    request would commit any more, and stops."""
     while True:
         with group.lock:
             batch, group.waiting = group.waiting, []
@@ -262,13 +310,7 @@ def _commit_waiting(db, group):
                 group.committing = False
                 return
         try:
-            with write_transaction(db):
-                for pending in batch:
-                    try:
-                        with write_transaction(db):
-                            pending.result = pending.write(db)
-                    except Exception as error:  # noqa: BLE001 - the request whose write it was raises it
-                        pending.error = error
+            _commit_batch(db, batch)
         except Exception as error:  # noqa: BLE001 - the commit failed: so did every write it held
             for pending in batch:
                 pending.error = error

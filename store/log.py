@@ -24,8 +24,12 @@ PER_PAGE = 50
 
 def add_entries(db, entries, run_id=None, created_at=None):
     """Append log entries ({level, kind, agent_id, message}); the caller holds the transaction if it needs one."""
-    created_at = created_at or now()
-    rows = [
+    add_rows(db, entry_rows(entries, run_id, created_at or now()))
+
+
+def entry_rows(entries, run_id, created_at):
+    """The log rows of entries ({level, kind, agent_id, message}) of the run `run_id` (None: of no run)."""
+    return [
         {
             "created_at": created_at,
             "level": entry["level"],
@@ -36,6 +40,10 @@ def add_entries(db, entries, run_id=None, created_at=None):
         }
         for entry in entries
     ]
+
+
+def add_rows(db, rows):
+    """Append log rows (entry_rows): one statement run for each row, which psycopg sends together."""
     if rows:
         execute(
             db,

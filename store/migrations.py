@@ -5,8 +5,8 @@ To add a step, add a file store/alembic/versions/NNNN_what_it_does.py:
 
     from alembic import op
 
-    revision = "0003_add_run_labels"  # at most 32 characters: PostgreSQL's alembic_version holds VARCHAR(32)
-    down_revision = "0002_token_scope_agent_origin"  # the newest step before it (one head: a test refuses two)
+    revision = "0004_add_run_labels"  # at most 32 characters: PostgreSQL's alembic_version holds VARCHAR(32)
+    down_revision = "0003_counts_per_statement"  # the newest step before it (one head: a test refuses two)
 
 
     def upgrade():

@@ -17,9 +17,9 @@ from dataclasses import replace
 from engine.round import AWAITING_CLIENT
 from engine.types import ABANDONED, AWAITING, FINISHED, INTERRUPTED, RUNNING
 
-from . import execute, get_row, history, insert_row, now, select_rows, select_value, update_row
+from . import execute, get_row, history, insert_row, insert_rows, now, select_rows, select_value, update_row
 from . import log as log_store
-from .db import write_together, write_transaction
+from .db import write_many_together, write_together, write_transaction
 from .run_charts import chart_columns
 from .run_format import run_from_row, stored_row
 
@@ -69,16 +69,27 @@ def save_run(db, run, loop_state=None):
     `created_at`. `loop_state`: what a proxied request held for approval needs to carry on."""
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
-    row = {**_row(result), "created_at": created_at}
-    if loop_state is not None:
-        row["loop_state"] = json.dumps(loop_state)
+    # Every run row has the same columns, so those committed together are inserted by one statement.
+    row = {"lease_until": None, **_row(result), "created_at": created_at}
+    row["loop_state"] = None if loop_state is None else json.dumps(loop_state)
+    return {
+        "id": write_many_together(db, _insert_runs, (row, run.get("log") or [])),
+        **result,
+        "created_at": created_at,
+    }
 
-    def write(db):
-        run_id = insert_row(db, "runs", row)
-        log_store.add_entries(db, run.get("log") or [], run_id=run_id, created_at=created_at)
-        return run_id
 
-    return {"id": write_together(db, write), **result, "created_at": created_at}
+def _insert_runs(db, runs):
+    """Insert runs ([(runs row, log entries)]) and their log entries: the runs by insert_rows, then every entry by
+    one statement; their ids in order."""
+    ids = insert_rows(db, "runs", [row for row, _ in runs])
+    entries = [
+        entry
+        for (row, log), run_id in zip(runs, ids, strict=True)
+        for entry in log_store.entry_rows(log, run_id, row["created_at"])
+    ]
+    log_store.add_rows(db, entries)
+    return ids
 
 
 def insert_started_run(db, run, loop_state, lease_until):

@@ -7,11 +7,12 @@ import threading
 import time
 
 import pytest
+from sqlalchemy import event
 
 from app import create_app
 from store import execute, select_value
 from store import runs as run_store
-from store.db import open_db, write_together, write_transaction
+from store.db import engine_for, open_db, write_together, write_transaction
 from tests.database import Database
 from tests.live_http import all_at_once
 
@@ -89,6 +90,96 @@ def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_store
 
     assert len({run_id for run_id, _ in saved}) == THREADS
     assert sorted(message for _, message in saved) == sorted(f"request {number}" for number in range(THREADS))
+
+
+def test_runs_committed_together_are_inserted_by_one_statement_each_with_its_own_id(database, connection):
+    """The runs of a group are one INSERT, however many (on PostgreSQL a statement is a round trip to the server),
+    and each request gets the id of its own run, with its own log entries."""
+    inserts = []
+
+    def count(_connection, _cursor, statement, *_):
+        if statement.startswith('INSERT INTO "runs"'):
+            inserts.append(statement)
+
+    def save(number):
+        if number == 0:  # holds the group's first commit while the other runs are handed in
+            return write_together(connection(), _note("first", slow=True))
+        log = [{"level": "warning", "kind": "call_limit", "agent_id": "canvas", "message": f"entry {number}"}]
+        run = {
+            "agent_id": "canvas",
+            "message": f"request {number}",
+            "stop_reason": "answered",
+            "rounds": [],
+            "log": log,
+        }
+        run_id = run_store.save_run(connection(), run)["id"]
+        stored = run_store.get_run(connection(), run_id)
+        entries = select_value(connection(), "SELECT message FROM log WHERE run_id = :id", {"id": run_id})
+        return stored["message"], entries
+
+    engine = engine_for(database)
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        saved = all_at_once(save, range(THREADS))
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+    assert saved[1:] == [(f"request {number}", f"entry {number}") for number in range(1, THREADS)]
+    # Those handed in while the first commit was held in one, the few that came in before it or after in others:
+    # never one a run.
+    assert len(inserts) < THREADS // 2
+
+
+def _rejected(tool, reason):
+    return {"name": tool, "status": "rejected", "reason": reason}
+
+
+def test_runs_inserted_together_are_each_counted(database, connection):
+    """The counts the lists and charts read (kept by the database as rows arrive) count every run of a group
+    inserted by one statement, several of one key among them, and every log entry."""
+    agents, reasons = ("canvas", "ledger"), ("answered", "round_cap", "error")
+    calls = [_rejected("search", "call_limit"), _rejected("search", "call_limit"), _rejected("fetch", "unknown_tool")]
+
+    def save(number):
+        if number == 0:  # holds the group's first commit while the other runs are handed in
+            return write_together(connection(), _note("first", slow=True))
+        run = {
+            "agent_id": agents[number % 2],
+            "message": f"request {number}",
+            "stop_reason": reasons[number % 3],
+            "rounds_used": number % 2 + 1,
+            "rounds": [{"calls": calls[: number % 4]}],
+            "log": [{"level": "warning", "kind": "call_limit", "agent_id": agents[number % 2], "message": "limit"}],
+        }
+        return run_store.save_run(connection(), run)["id"]
+
+    all_at_once(save, range(THREADS))
+
+    db = Database(database)
+    try:
+        assert db.query(
+            "SELECT agent_id, stop_reason, count FROM run_counts ORDER BY agent_id, stop_reason"
+        ) == db.query(
+            "SELECT agent_id, stop_reason, count(*) AS count FROM runs GROUP BY agent_id, stop_reason "
+            "ORDER BY agent_id, stop_reason"
+        )
+        assert db.query(
+            "SELECT rounds_used, sum(count) AS count FROM run_chart_counts GROUP BY rounds_used ORDER BY rounds_used"
+        ) == db.query("SELECT rounds_used, count(*) AS count FROM runs GROUP BY rounds_used ORDER BY rounds_used")
+        assert db.query(
+            "SELECT agent_id, sum(count) AS count FROM log_counts GROUP BY agent_id ORDER BY agent_id"
+        ) == db.query("SELECT agent_id, count(*) AS count FROM log GROUP BY agent_id ORDER BY agent_id")
+        rejected = {
+            (row["tool"], row["reason"]): row["count"]
+            for row in db.query("SELECT tool, reason, sum(count) AS count FROM rejection_counts GROUP BY tool, reason")
+        }
+    finally:
+        db.close()
+    by_count = [number % 4 for number in range(1, THREADS)]
+    assert rejected == {
+        ("search", "call_limit"): sum(min(count, 2) for count in by_count),
+        ("fetch", "unknown_tool"): by_count.count(3),
+    }
 
 
 def test_each_write_is_committed_before_its_request_goes_on(database, connection):
