@@ -8,7 +8,9 @@ import pytest
 from store import migrations
 from store.db import engine_for, open_db
 from tests.database import Database
+from tests.live_http import serving
 from tests.postgresql import Cluster
+from tests.proxy_support import FakeUpstream, add_upstream
 from tests.support import agent_form_data, make_app
 
 
@@ -119,3 +121,13 @@ class AgentActions:
 @pytest.fixture
 def actions(client):
     return AgentActions(client)
+
+
+@pytest.fixture
+def upstream(app):
+    """The proxy tests' fake upstream (tests/proxy_support), served on 127.0.0.1 as the app's provider connection
+    `upstream`; a module that needs the connection otherwise defines its own."""
+    fake = FakeUpstream()
+    with serving(fake) as url:
+        add_upstream(app, url)
+        yield fake

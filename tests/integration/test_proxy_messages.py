@@ -22,8 +22,6 @@ from tests.proxy_support import (
     RESTRICTED,
     TWO_PLACEMENTS,
     USER,
-    FakeUpstream,
-    add_upstream,
     completion,
 )
 from tests.support import make_app
@@ -175,14 +173,6 @@ def test_three_requests_of_one_conversation_are_one_run_with_the_clients_results
 
 
 # --- On a fake upstream: what the proxy sends, and what it does with the answer ----------------------------------
-
-
-@pytest.fixture
-def upstream(app):
-    fake = FakeUpstream()
-    with serving(fake) as url:
-        add_upstream(app, url)
-        yield fake
 
 
 def test_the_conversation_goes_upstream_in_chat_completions_and_forced_values_reach_the_tool_use_input(

@@ -24,8 +24,6 @@ from tests.proxy_support import (
     RESTRICTED,
     TWO_PLACEMENTS,
     USER,
-    FakeUpstream,
-    add_upstream,
     completion,
     proxy_client,
 )
@@ -76,14 +74,6 @@ def hidden_round_shows_both_rejections(client, run_id):
     assert "Not shown to the client" in round_one
     assert round_one.count("Restricted tool called more than once") == 2
     return run
-
-
-@pytest.fixture
-def upstream(app):
-    fake = FakeUpstream()
-    with serving(fake) as url:
-        add_upstream(app, url)
-        yield fake
 
 
 # --- The openai SDK's client.responses ---------------------------------------------------------------------------

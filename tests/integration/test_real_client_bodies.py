@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_http import serving
-from tests.proxy_support import FakeUpstream, add_upstream, completion
+from tests.proxy_support import completion
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "clients"
 CAP = 5
@@ -123,14 +122,6 @@ def _streamed_answer(client, events):
             text += event["delta"]["text"]
     assert events[-1]["type"] == "message_stop", events[-1]
     return [(name, json.loads(arguments[index] or "{}")) for index, name in enumerate(calls)], text
-
-
-@pytest.fixture
-def upstream(app):
-    model = FakeUpstream()
-    with serving(model) as url:
-        add_upstream(app, url)
-        yield model
 
 
 def put_replay_agent(http, client, **fields):

@@ -9,21 +9,13 @@ import anthropic
 import pytest
 
 from tests.live_http import serving
-from tests.proxy_support import PLACE, FakeUpstream, add_upstream, completion, proxy_client
+from tests.proxy_support import PLACE, completion, proxy_client
 
 TOOL_FIELDS = {"tools", "tool_choice", "parallel_tool_calls"}
 # The agent asks for a tool and no parallel calls too: its settings are no more sent without tools than the client's.
 CAPPED = {"max_rounds": 1, "tool_choice": "required", "parallel_tool_calls": False}
 ASK = "Build a page with a hero."
 ARGUMENTS = '{"component": "hero"}'
-
-
-@pytest.fixture
-def upstream(app):
-    fake = FakeUpstream()
-    with serving(fake) as url:
-        add_upstream(app, url)
-        yield fake
 
 
 def put_canvas(client, **fields):
