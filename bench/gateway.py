@@ -237,14 +237,14 @@ def burst_with_pages(app, url, size):
     return figures, [seconds for seconds in latencies if seconds is not None], latencies.count(None)
 
 
-def _cpu_per_request(pids, url, sizes, headers=None):
-    """A burst of each of `sizes` sent to `url`: the CPU time of the servers' processes (`pids`) over them, per
-    request (ms)."""
-    cpu, requests = cpu_seconds(*pids), 0
+def _cpu_per_request(groups, url, sizes, headers=None):
+    """A burst of each of `sizes` sent to `url`: the CPU time over them of each of `groups` ({name: the pids of
+    its processes}), per request (ms): {name: ms}."""
+    cpu, requests = {name: cpu_seconds(*pids) for name, pids in groups.items()}, 0
     for size in sizes:
         asyncio.run(burst(url, size, keep_alive=False, headers=headers))
         requests += size
-    return (cpu_seconds(*pids) - cpu) / max(requests, 1) * 1000
+    return {name: (cpu_seconds(*pids) - cpu[name]) / max(requests, 1) * 1000 for name, pids in groups.items()}
 
 
 class ServedPeers:
@@ -281,7 +281,7 @@ class ServedPeers:
 
     def measure_cpu(self, sizes):
         for name, url, headers, pid in self._each():
-            self.figures[name]["cpu_ms"] = _cpu_per_request([pid], url, sizes, headers)
+            self.figures[name]["cpu_ms"] = _cpu_per_request({name: [pid]}, url, sizes, headers)[name]
 
     def send_streams(self):
         for name, url, headers, _ in self._each():
@@ -308,10 +308,11 @@ class ServedPeers:
 
 class Served:
     """The app as a server serves it: its base URL, the headers of its proxied requests and of a person's pages, the
-    processes whose memory counts (the app's), and those whose CPU time counts (the app's and its database's)."""
+    processes whose memory counts (the app's), and `beside` those whose CPU time counts besides ({"PostgreSQL": pids,
+    "nginx": pids})."""
 
-    def __init__(self, base_url, app_pids, cpu_pids, headers=None, page_headers=None):
-        self.base_url, self.app_pids, self.cpu_pids = base_url, app_pids, cpu_pids
+    def __init__(self, base_url, app_pids, beside=None, headers=None, page_headers=None):
+        self.base_url, self.app_pids, self.beside = base_url, app_pids, beside or {}
         self.headers, self.page_headers = headers, page_headers or {}
 
 
@@ -334,8 +335,8 @@ def serving(server, folder, upstream_url, cluster):
             headers = {"Authorization": f"Bearer {token_on(person)}"}
             cookie = "; ".join(f"{name}={value}" for name, value in person.cookies.items())
             pids = [replica.process.pid for replica in replicas]
-            cpu_pids = [*pids, nginx.process.pid, postmaster(cluster)]
-            yield Served(nginx.url, pids, cpu_pids, headers, {"Cookie": cookie})
+            beside = {"PostgreSQL": [postmaster(cluster)], "nginx": [nginx.process.pid]}
+            yield Served(nginx.url, pids, beside, headers, {"Cookie": cookie})
         return
     if server == "make-run-postgresql":
         key["TOOLGATE_DATABASE_URL"] = prepare(folder, upstream_url, url=cluster.create_database())
@@ -345,8 +346,8 @@ def serving(server, folder, upstream_url, cluster):
     app = AppProcess(SERVERS[server], database, f"{folder}/{server}.log", **key)
     try:
         base_url = app.ready()
-        database_pids = [postmaster(cluster)] if server in ON_POSTGRESQL else []
-        yield Served(base_url, [app.process.pid], [app.process.pid, *database_pids])
+        beside = {"PostgreSQL": [postmaster(cluster)]} if server in ON_POSTGRESQL else {}
+        yield Served(base_url, [app.process.pid], beside)
     finally:
         app.stop()
 
@@ -395,8 +396,8 @@ def _measure(app, floor, others, upstream_url, sizes):
     others.send_burst(f"N = {KEEP_ALIVE_SIZE}, keep-alive", KEEP_ALIVE_SIZE, keep_alive=True)
     smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
     cpu_ms = (
-        _cpu_per_request([floor.process.pid], floor_url, smaller),
-        _cpu_per_request(app.cpu_pids, proxy, smaller, app.headers),
+        _cpu_per_request({"floor": [floor.process.pid]}, floor_url, smaller)["floor"],
+        _cpu_per_request({"the app": app.app_pids, **app.beside}, proxy, smaller, app.headers),
     )
     others.measure_cpu(smaller)
     streams = tuple(
@@ -528,10 +529,12 @@ def _print_costs(figures):
         f"    GET /agents every {PAGE_EVERY * 1000:.0f} ms on a fresh connection during N = {size}: "
         f"{latencies} ({len(pages)} requests, {page_failures} failed)"
     )
-    floor_cpu, cpu = figures["cpu_ms"]
+    floor_cpu, groups = figures["cpu_ms"]
+    cpu = sum(groups.values())
     sizes = " and ".join(map(str, figures["cpu_sizes"]))
+    parts = f" ({', '.join(f'{name} {ms:.2f} ms' for name, ms in groups.items())})" if len(groups) > 1 else ""
     print(
-        f"    CPU per proxied request (N = {sizes}): Toolgate {cpu:.2f} ms, the floor {floor_cpu:.2f} ms, "
+        f"    CPU per proxied request (N = {sizes}): Toolgate {cpu:.2f} ms{parts}, the floor {floor_cpu:.2f} ms, "
         f"Toolgate's own {cpu - floor_cpu:+.2f} ms (the server's CPU time over the requests served)"
     )
     if others:
