@@ -28,7 +28,7 @@ served the app before (waitress, 32 threads), measured in the same run for the b
 disk (tests/postgresql.py), and `two-replicas-nginx` as two such replicas on one database behind the README's nginx
 (tests/replicas.py, tests/nginx.py), signed in with an API token; after them, one replica of two is killed
 (`kill -9`) during N = KILLED_DURING requests through nginx. On PostgreSQL the CPU per request counts the cluster's
-processes with the app's (SQLite's work is in the app's own).
+processes beside the app's, and nginx's (SQLite's work is in the app's own).
 """
 
 import argparse
