@@ -23,7 +23,12 @@ the same alternation), each figure beside Toolgate's and, like it, a ratio to or
 them, one line says which are not installed.
 
 `python -m bench.gateway [--servers make-run,waitress-32] [--sizes 100,300,1000]`: `waitress-32` is how `make run`
-served the app before (waitress, 32 threads), measured in the same run for the before and after.
+served the app before (waitress, 32 threads), measured in the same run for the before and after;
+`make-run-postgresql` serves it as `make run` does on a database of a throwaway PostgreSQL cluster that waits for the
+disk (tests/postgresql.py), and `two-replicas-nginx` as two such replicas on one database behind the README's nginx
+(tests/replicas.py, tests/nginx.py), signed in with an API token; after them, one replica of two is killed
+(`kill -9`) during N = KILLED_DURING requests through nginx. On PostgreSQL the CPU per request counts the cluster's
+processes beside the app's, and nginx's (SQLite's work is in the app's own).
 """
 
 import argparse
@@ -32,12 +37,20 @@ import json
 import multiprocessing
 import os
 import tempfile
+import threading
 import time
 import urllib.request
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import httpx2
+from sqlalchemy import text
 
+from store.db import engine_for
 from tests.live_http import MAKE_RUN, AppProcess
+from tests.nginx import in_front_of
+from tests.postgresql import Cluster
+from tests.replicas import signed_in, token_on, two_replicas
 
 from . import peers
 from .concurrency import WAITRESS_32, percentile
@@ -55,7 +68,12 @@ REQUEST_TIMEOUT = 120.0
 SERVERS = {
     "make-run": MAKE_RUN,
     "waitress-32": WAITRESS_32,
+    "make-run-postgresql": MAKE_RUN,
+    "two-replicas-nginx": MAKE_RUN,
 }
+ON_POSTGRESQL = ("make-run-postgresql", "two-replicas-nginx")
+KILLED_DURING = 300
+KILL_AFTER = 0.5  # seconds into the burst, while the model (1.0 s) still holds every request
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -74,20 +92,20 @@ def _processes(pid):
     return found
 
 
-def cpu_seconds(pid):
-    """User + system CPU time of the server's processes so far."""
+def cpu_seconds(*pids):
+    """User + system CPU time of the servers' processes so far."""
     total = 0
-    for process in _processes(pid):
+    for process in (found for pid in pids for found in _processes(pid)):
         with open(f"/proc/{process}/stat") as file:
             fields = file.read().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
     return total / TICK
 
 
-def resident_mb(pid, field="VmHWM"):
-    """The resident set of the server's processes in MB: VmHWM the peak of each, VmRSS now."""
+def resident_mb(*pids, field="VmHWM"):
+    """The resident set of the servers' processes in MB: VmHWM the peak of each, VmRSS now."""
     total = 0
-    for process in _processes(pid):
+    for process in (found for pid in pids for found in _processes(pid)):
         with open(f"/proc/{process}/status") as file:
             total += next(int(line.split()[1]) for line in file if line.startswith(f"{field}:"))
     return total / 1024
@@ -184,15 +202,16 @@ async def streams_one_at_a_time(urls, rounds=STREAMED_ALONE, headers=None):
     return {url: [list(figure) for figure in zip(*results, strict=True)] for url, results in samples.items()}
 
 
-def pages_while(base_url, stop, latencies):
+def pages_while(base_url, stop, latencies, headers):
     """GET /agents every PAGE_EVERY seconds until `stop` is set, each on a fresh connection, as a person opening the
-    page does (run in a process of its own, apart from the load generator): its latency in `latencies`, None for a
-    failure."""
+    page does (run in a process of its own, apart from the load generator), with `headers` (a signed-in person's
+    cookie): its latency in `latencies`, None for a failure."""
     next_at = time.monotonic()
     while not stop.is_set():
         started = time.perf_counter()
         try:
-            with urllib.request.urlopen(f"{base_url}/agents", timeout=REQUEST_TIMEOUT) as response:
+            page = urllib.request.Request(f"{base_url}/agents", headers=headers)
+            with urllib.request.urlopen(page, timeout=REQUEST_TIMEOUT) as response:
                 response.read()
                 latencies.put(time.perf_counter() - started)
         except OSError:
@@ -201,14 +220,14 @@ def pages_while(base_url, stop, latencies):
         stop.wait(next_at - time.monotonic())
 
 
-def burst_with_pages(base_url, url, size):
+def burst_with_pages(app, url, size):
     """A burst while a person keeps opening GET /agents: the burst's figures, the page latencies and failures."""
     context = multiprocessing.get_context("spawn")
     stop, samples = context.Event(), context.Queue()
-    pages = context.Process(target=pages_while, args=(base_url, stop, samples))
+    pages = context.Process(target=pages_while, args=(app.base_url, stop, samples, app.page_headers))
     pages.start()
     try:
-        figures = asyncio.run(burst(url, size, keep_alive=False))
+        figures = asyncio.run(burst(url, size, keep_alive=False, headers=app.headers))
     finally:
         stop.set()
         pages.join()
@@ -218,13 +237,14 @@ def burst_with_pages(base_url, url, size):
     return figures, [seconds for seconds in latencies if seconds is not None], latencies.count(None)
 
 
-def _cpu_per_request(pid, url, sizes, headers=None):
-    """A burst of each of `sizes` sent to `url`: the server's CPU time over them, per request (ms)."""
-    cpu, requests = cpu_seconds(pid), 0
+def _cpu_per_request(groups, url, sizes, headers=None):
+    """A burst of each of `sizes` sent to `url`: the CPU time over them of each of `groups` ({name: the pids of
+    its processes}), per request (ms): {name: ms}."""
+    cpu, requests = {name: cpu_seconds(*pids) for name, pids in groups.items()}, 0
     for size in sizes:
         asyncio.run(burst(url, size, keep_alive=False, headers=headers))
         requests += size
-    return (cpu_seconds(pid) - cpu) / max(requests, 1) * 1000
+    return {name: (cpu_seconds(*pids) - cpu[name]) / max(requests, 1) * 1000 for name, pids in groups.items()}
 
 
 class ServedPeers:
@@ -242,7 +262,7 @@ class ServedPeers:
         for served in self.served:
             name = served.peer.name
             self.urls[name] = served.ready()
-            at_start = resident_mb(served.process.pid, "VmRSS")
+            at_start = resident_mb(served.process.pid, field="VmRSS")
             self.figures[name] = {"peer": served.peer, "pairs": {}, "at_start": at_start}
 
     def _each(self):
@@ -261,7 +281,7 @@ class ServedPeers:
 
     def measure_cpu(self, sizes):
         for name, url, headers, pid in self._each():
-            self.figures[name]["cpu_ms"] = _cpu_per_request(pid, url, sizes, headers)
+            self.figures[name]["cpu_ms"] = _cpu_per_request({name: [pid]}, url, sizes, headers)[name]
 
     def send_streams(self):
         for name, url, headers, _ in self._each():
@@ -286,67 +306,175 @@ class ServedPeers:
             served.stop()
 
 
-def measure(server, folder, upstream_url, sizes):
+class Served:
+    """The app as a server serves it: its base URL, the headers of its proxied requests and of a person's pages, the
+    processes whose memory counts (the app's), and `beside` those whose CPU time counts besides ({"PostgreSQL": pids,
+    "nginx": pids})."""
+
+    def __init__(self, base_url, app_pids, beside=None, headers=None, page_headers=None):
+        self.base_url, self.app_pids, self.beside = base_url, app_pids, beside or {}
+        self.headers, self.page_headers = headers, page_headers or {}
+
+
+def postmaster(cluster):
+    """The pid of the cluster's server (its connections are its children)."""
+    return int((cluster.folder / "data" / "postmaster.pid").read_text().split()[0])
+
+
+@contextmanager
+def serving(server, folder, upstream_url, cluster):
+    """The app served as `server` says (SERVERS), on a database prepared for the bench (bench.proxy.prepare): yields
+    a Served."""
+    key = {KEY_VARIABLE: "sk-bench-upstream"}
+    if server == "two-replicas-nginx":
+        url = prepare(folder, upstream_url, url=cluster.create_database())
+        with ExitStack() as stack:
+            replicas = stack.enter_context(two_replicas(cluster, Path(folder), TOOLGATE_DATABASE_URL=url, **key))
+            nginx = stack.enter_context(in_front_of([replica.url for replica in replicas], Path(folder) / "nginx"))
+            person = stack.enter_context(signed_in(nginx.url))
+            headers = {"Authorization": f"Bearer {token_on(person)}"}
+            cookie = "; ".join(f"{name}={value}" for name, value in person.cookies.items())
+            pids = [replica.process.pid for replica in replicas]
+            beside = {"PostgreSQL": [postmaster(cluster)], "nginx": [nginx.process.pid]}
+            yield Served(nginx.url, pids, beside, headers, {"Cookie": cookie})
+        return
+    if server == "make-run-postgresql":
+        key["TOOLGATE_DATABASE_URL"] = prepare(folder, upstream_url, url=cluster.create_database())
+        database = f"{folder}/unused.db"
+    else:
+        database = prepare(folder, upstream_url, f"{server}.db")
+    app = AppProcess(SERVERS[server], database, f"{folder}/{server}.log", **key)
+    try:
+        base_url = app.ready()
+        beside = {"PostgreSQL": [postmaster(cluster)]} if server in ON_POSTGRESQL else {}
+        yield Served(base_url, [app.process.pid], beside)
+    finally:
+        app.stop()
+
+
+def measure(server, folder, upstream_url, sizes, cluster=None):
     """Every figure of one server, and of the floor (bench.proxy_floor) served the same way: {name: (direct,
     Toolgate)} for the bursts, and for the streams and one request at a time (direct, the floor, Toolgate); and
     under "peers" those of each installed peer (ServedPeers)."""
-    database = prepare(folder, upstream_url, f"{server}.db")
-    app = AppProcess(SERVERS[server], database, f"{folder}/{server}.log", **{KEY_VARIABLE: "sk-bench-upstream"})
     floor_environment = {"FLOOR_UPSTREAM_URL": f"{upstream_url}/v1", "FLOOR_DATABASE": f"{folder}/floor.db"}
-    floor = AppProcess(FLOOR_SERVER, database, f"{folder}/floor.log", ready_path="/ready", **floor_environment)
+    floor = AppProcess(
+        FLOOR_SERVER, f"{folder}/unused.db", f"{folder}/floor.log", ready_path="/ready", **floor_environment
+    )
     others = ServedPeers()
     try:
         others.start(folder, upstream_url)  # LiteLLM takes seconds to start: meanwhile
-        base_url = app.ready()
-        proxy = f"{base_url}/proxy/{AGENT_ID}/v1/chat/completions"
-        floor_url = f"{floor.ready()}/v1/chat/completions"
-        direct = f"{upstream_url}/v1/chat/completions"
-        pid = app.process.pid
-        at_start = resident_mb(pid, "VmRSS")
-        others.ready()
-        for _ in range(WARM_UP_BURSTS):  # each worker process imports the SDK and builds its client once
-            for url in (proxy, floor_url):
-                asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant"))
-            others.warm_up()
-        pairs = {}
-        for size in sizes:
-            alone = asyncio.run(burst(direct, size, keep_alive=False))
-            if size == max(sizes):
-                through, pages, page_failures = burst_with_pages(base_url, proxy, size)
-            else:
-                through = asyncio.run(burst(proxy, size, keep_alive=False))
-            pairs[f"N = {size}"] = (alone, through)
-            others.send_burst(f"N = {size}", size, keep_alive=False)
-        pairs[f"N = {KEEP_ALIVE_SIZE}, keep-alive"] = tuple(
-            asyncio.run(burst(url, KEEP_ALIVE_SIZE, keep_alive=True)) for url in (direct, proxy)
-        )
-        others.send_burst(f"N = {KEEP_ALIVE_SIZE}, keep-alive", KEEP_ALIVE_SIZE, keep_alive=True)
-        smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
-        cpu_ms = tuple(
-            _cpu_per_request(process.process.pid, url, smaller) for process, url in ((floor, floor_url), (app, proxy))
-        )
-        others.measure_cpu(smaller)
-        streams = tuple(asyncio.run(streamed(url)) for url in (direct, floor_url, proxy))
-        others.send_streams()
-        peer_headers = others.headers()
-        urls = [direct, floor_url, proxy, *peer_headers]
-        alone = asyncio.run(one_at_a_time(urls, headers=peer_headers))
-        streams_alone = asyncio.run(streams_one_at_a_time(urls, headers=peer_headers))
-        return {
-            "pairs": pairs,
-            "pages": (pages, page_failures, max(sizes)),
-            "cpu_ms": cpu_ms,
-            "cpu_sizes": smaller,
-            "memory": (at_start, resident_mb(pid)),
-            "streams": streams,
-            "alone": (alone[direct], alone[floor_url], alone[proxy]),
-            "streams_alone": (streams_alone[direct], streams_alone[floor_url], streams_alone[proxy]),
-            "peers": others.finish(alone, streams_alone),
-        }
+        with serving(server, folder, upstream_url, cluster) as app:
+            return _measure(app, floor, others, upstream_url, sizes)
     finally:
-        app.stop()
         floor.stop()
         others.stop()
+
+
+def _measure(app, floor, others, upstream_url, sizes):
+    proxy = f"{app.base_url}/proxy/{AGENT_ID}/v1/chat/completions"
+    floor_url = f"{floor.ready()}/v1/chat/completions"
+    direct = f"{upstream_url}/v1/chat/completions"
+    at_start = resident_mb(*app.app_pids, field="VmRSS")
+    others.ready()
+    for _ in range(WARM_UP_BURSTS):  # each worker process imports the SDK and builds its client once
+        for url, headers in ((proxy, app.headers), (floor_url, None)):
+            asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant", headers=headers))
+        others.warm_up()
+    pairs = {}
+    for size in sizes:
+        alone = asyncio.run(burst(direct, size, keep_alive=False))
+        if size == max(sizes):
+            through, pages, page_failures = burst_with_pages(app, proxy, size)
+        else:
+            through = asyncio.run(burst(proxy, size, keep_alive=False, headers=app.headers))
+        pairs[f"N = {size}"] = (alone, through)
+        others.send_burst(f"N = {size}", size, keep_alive=False)
+    pairs[f"N = {KEEP_ALIVE_SIZE}, keep-alive"] = tuple(
+        asyncio.run(burst(url, KEEP_ALIVE_SIZE, keep_alive=True, headers=headers))
+        for url, headers in ((direct, None), (proxy, app.headers))
+    )
+    others.send_burst(f"N = {KEEP_ALIVE_SIZE}, keep-alive", KEEP_ALIVE_SIZE, keep_alive=True)
+    smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
+    cpu_ms = (
+        _cpu_per_request({"floor": [floor.process.pid]}, floor_url, smaller)["floor"],
+        _cpu_per_request({"the app": app.app_pids, **app.beside}, proxy, smaller, app.headers),
+    )
+    others.measure_cpu(smaller)
+    streams = tuple(
+        asyncio.run(streamed(url, headers=headers))
+        for url, headers in ((direct, None), (floor_url, None), (proxy, app.headers))
+    )
+    others.send_streams()
+    headers = {**others.headers(), proxy: app.headers}
+    urls = [direct, floor_url, *headers]
+    alone = asyncio.run(one_at_a_time(urls, headers=headers))
+    streams_alone = asyncio.run(streams_one_at_a_time(urls, headers=headers))
+    return {
+        "pairs": pairs,
+        "pages": (pages, page_failures, max(sizes)),
+        "cpu_ms": cpu_ms,
+        "cpu_sizes": smaller,
+        "memory": (at_start, resident_mb(*app.app_pids)),
+        "streams": streams,
+        "alone": (alone[direct], alone[floor_url], alone[proxy]),
+        "streams_alone": (streams_alone[direct], streams_alone[floor_url], streams_alone[proxy]),
+        "peers": others.finish(alone, streams_alone),
+    }
+
+
+async def _ask_each(url, size, headers):
+    """`size` requests released together: [(status or None when the connection failed)] of each."""
+
+    async def ask(client):
+        try:
+            return (await client.post(url, json=_body("bench-1s"), headers=headers)).status_code
+        except httpx2.HTTPError:
+            return None
+
+    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=0)
+    async with httpx2.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT) as client:
+        return await asyncio.gather(*(ask(client) for _ in range(size)))
+
+
+def replica_killed(folder, upstream_url, cluster):
+    """KILLED_DURING requests through nginx to two replicas, one of them killed (`kill -9`) KILL_AFTER s in: (the
+    clients' statuses, {replica's address: statuses nginx logged from it}, the survivor's address, runs stored)."""
+    url = prepare(folder, upstream_url, url=cluster.create_database())
+    place = Path(folder) / "killed"
+    place.mkdir()
+    key = {KEY_VARIABLE: "sk-bench-upstream", "TOOLGATE_DATABASE_URL": url}
+    with (
+        two_replicas(cluster, place, **key) as (survivor, victim),
+        in_front_of([survivor.url, victim.url], place / "nginx") as nginx,
+        signed_in(nginx.url) as person,
+    ):
+        headers = {"Authorization": f"Bearer {token_on(person)}"}
+        proxy = f"{nginx.url}/proxy/{AGENT_ID}/v1/chat/completions"
+        killer = threading.Timer(KILL_AFTER, victim.kill)
+        killer.start()
+        statuses = asyncio.run(_ask_each(proxy, KILLED_DURING, headers))
+        killer.join()
+        by_replica = {}
+        for method, path, status, replicas, _ in nginx.served():
+            if method == "POST" and path.startswith("/proxy/"):
+                by_replica.setdefault(replicas, []).append(status)
+        with engine_for(url).connect() as db:
+            stored = db.execute(text("SELECT count(*) FROM runs")).scalar()
+    return statuses, by_replica, survivor.url.removeprefix("http://"), stored
+
+
+def print_killed(figures):
+    statuses, by_replica, survivor, stored = figures
+    answered = statuses.count(200)
+    print(
+        f"  two replicas behind nginx, one killed (kill -9) {KILL_AFTER} s into N = {KILLED_DURING} proxied requests: "
+        f"{answered} answered, {len(statuses) - answered} failed ({', '.join(sorted(map(str, set(statuses))))})"
+    )
+    for replicas, logged in sorted(by_replica.items()):
+        role = " (the survivor)" if replicas == survivor else ""
+        counts = ", ".join(f"{logged.count(status)} x {status}" for status in sorted(set(logged)))
+        print(f"    nginx's log, taken by {replicas}{role}: {counts}")
+    print(f"    runs stored: {stored}, requests answered: {answered}")
 
 
 def _seconds_row(label, direct, through, unit=1.0, suffix="", others=()):
@@ -392,15 +520,21 @@ def _print_bursts(figures):
 def _print_costs(figures):
     others = figures["peers"]
     pages, page_failures, size = figures["pages"]
+    latencies = (
+        f"p50 {percentile(pages, 0.5) * 1000:.1f} ms, p95 {percentile(pages, 0.95) * 1000:.1f} ms"
+        if pages
+        else "none answered"
+    )
     print(
         f"    GET /agents every {PAGE_EVERY * 1000:.0f} ms on a fresh connection during N = {size}: "
-        f"p50 {percentile(pages, 0.5) * 1000:.1f} ms, "
-        f"p95 {percentile(pages, 0.95) * 1000:.1f} ms ({len(pages)} requests, {page_failures} failed)"
+        f"{latencies} ({len(pages)} requests, {page_failures} failed)"
     )
-    floor_cpu, cpu = figures["cpu_ms"]
+    floor_cpu, groups = figures["cpu_ms"]
+    cpu = sum(groups.values())
     sizes = " and ".join(map(str, figures["cpu_sizes"]))
+    parts = f" ({', '.join(f'{name} {ms:.2f} ms' for name, ms in groups.items())})" if len(groups) > 1 else ""
     print(
-        f"    CPU per proxied request (N = {sizes}): Toolgate {cpu:.2f} ms, the floor {floor_cpu:.2f} ms, "
+        f"    CPU per proxied request (N = {sizes}): Toolgate {cpu:.2f} ms{parts}, the floor {floor_cpu:.2f} ms, "
         f"Toolgate's own {cpu - floor_cpu:+.2f} ms (the server's CPU time over the requests served)"
     )
     if others:
@@ -457,14 +591,18 @@ def report(servers=("make-run",), sizes=SIZES):
     if absent:
         releases = ", ".join(peer.release for peer in absent)
         print(f"  not installed, so not measured beside Toolgate: {releases} (`make peers` installs them)")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        cluster = None
+        if any(server in ON_POSTGRESQL for server in servers):
+            cluster = Cluster(durable=True)
+            stack.callback(cluster.stop)
         upstream = AppProcess(["-m", "tests.async_model_server"], f"{folder}/unused.db", f"{folder}/upstream.log")
-        try:
-            upstream_url = upstream.ready()
-            for server in servers:
-                print_figures(server, measure(server, folder, upstream_url, sizes))
-        finally:
-            upstream.stop()
+        stack.callback(upstream.stop)
+        upstream_url = upstream.ready()
+        for server in servers:
+            print_figures(server, measure(server, folder, upstream_url, sizes, cluster))
+        if "two-replicas-nginx" in servers:
+            print_killed(replica_killed(folder, upstream_url, cluster))
 
 
 if __name__ == "__main__":

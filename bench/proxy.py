@@ -119,11 +119,12 @@ def serving_upstream():
         thread.join(timeout=5)
 
 
-def prepare(folder, upstream_url, name="bench.db"):
-    """The database the served app uses: a connection to the upstream and an agent with client tool settings, so
-    every answer goes through the gate (the restriction, a forced value) before it is passed on."""
-    database = f"{folder}/{name}"
-    create_app({"DATABASE": database, "SECRET_KEY": "bench"}, instance_path=folder)
+def prepare(folder, upstream_url, name="bench.db", url=None):
+    """The database the served app uses (the SQLite file `name` in `folder`, or the database at `url`): a connection
+    to the upstream and an agent with client tool settings, so every answer goes through the gate (the restriction,
+    a forced value) before it is passed on."""
+    database = url or f"{folder}/{name}"
+    create_app({"DATABASE_URL": database, "SECRET_KEY": "bench"}, instance_path=folder)
     db = open_db(database)
     try:
         connection = {"id": "upstream", "label": "Upstream", "base_url": f"{upstream_url}/v1"}
