@@ -6,18 +6,13 @@ import atexit
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.live_http import free_port
 
 
 def _binaries():
