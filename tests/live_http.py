@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx2
 from werkzeug.serving import WSGIRequestHandler, make_server
 
+from app import create_app
 from tests.doubles import ModelDouble
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +70,25 @@ def serving(wsgi_app):
         server.shutdown()
         thread.join(timeout=5)
         server.server_close()
+
+
+class ServedApp:
+    """The app over a database of its own in a new instance folder, served on 127.0.0.1 in a thread: `app`, `url`."""
+
+    def __init__(self, app, url):
+        self.app = app
+        self.url = url
+
+
+@contextmanager
+def served_app(tmp_path_factory, name, demo=False):
+    """A ServedApp until the block ends; with `demo`, the demo agents and documents loaded as `make run` loads them."""
+    instance = tmp_path_factory.mktemp(name)
+    app = create_app({"DATABASE": str(instance / "toolgate.db")}, instance_path=str(instance))
+    if demo:
+        assert app.test_cli_runner().invoke(args=["load-demo"]).exit_code == 0
+    with serving(app) as url:
+        yield ServedApp(app, url)
 
 
 class SlowModel(ModelDouble):

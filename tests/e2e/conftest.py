@@ -1,42 +1,24 @@
 """Browser tests: a live server over its own temporary database, and Debian's Chromium, headless."""
 
-import threading
 import uuid
 
 import pytest
-from werkzeug.serving import make_server
 
-from app import create_app
+from tests.live_http import served_app
 
 
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory):
-    instance = tmp_path_factory.mktemp("live_instance")
-    app = create_app({"DATABASE": str(instance / "toolgate.db")}, instance_path=str(instance))
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.app = app
-    yield server
-    server.shutdown()
-    thread.join(timeout=5)
+    with served_app(tmp_path_factory, "live_instance") as served:
+        yield served
 
 
 @pytest.fixture(scope="session")
 def demo_server(tmp_path_factory):
     """A second live server, over a database with the demo loaded as `make run` loads it: the pages a newcomer sees
     first. Tests that change it put back what they change."""
-    instance = tmp_path_factory.mktemp("demo_instance")
-    app = create_app({"DATABASE": str(instance / "toolgate.db")}, instance_path=str(instance))
-    assert app.test_cli_runner().invoke(args=["load-demo"]).exit_code == 0
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.app = app
-    server.url = f"http://127.0.0.1:{server.server_port}"
-    yield server
-    server.shutdown()
-    thread.join(timeout=5)
+    with served_app(tmp_path_factory, "demo_instance", demo=True) as served:
+        yield served
 
 
 @pytest.fixture
@@ -61,7 +43,7 @@ def new_agent(live_server, suffix):
 
 @pytest.fixture(scope="session")
 def base_url(live_server):
-    return f"http://127.0.0.1:{live_server.server_port}"
+    return live_server.url
 
 
 @pytest.fixture(scope="session")

@@ -5,15 +5,13 @@ JavaScript the picker's Add buttons do the same. The app runs on its own databas
 tools stay off the other browser tests' forms."""
 
 import re
-import threading
 from contextlib import ExitStack
 
 import pytest
 from playwright.sync_api import expect
-from werkzeug.serving import make_server
 
-from app import create_app
 from tests.e2e.tool_settings import tool_settings
+from tests.live_http import served_app
 from tests.mcp_support import live_mcp_server
 
 pytestmark = pytest.mark.e2e
@@ -28,21 +26,13 @@ MAX_HEIGHT = 2500
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    instance = tmp_path_factory.mktemp("tool_picker_instance")
-    app = create_app({"DATABASE": str(instance / "toolgate.db")}, instance_path=str(instance))
-    assert app.test_cli_runner().invoke(args=["load-demo"]).exit_code == 0
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    with ExitStack() as stack:
-        client = app.test_client()
+    with served_app(tmp_path_factory, "tool_picker_instance", demo=True) as served, ExitStack() as stack:
+        client = served.app.test_client()
         for server_id, label in SERVERS.items():
             mcp_server = stack.enter_context(live_mcp_server())
             response = client.put(f"/api/tool-servers/{server_id}", json={"label": label, "url": mcp_server.url})
             assert response.status_code == 201, response.get_json()
-        yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(timeout=5)
+        yield served.url
 
 
 def picker(page):
