@@ -10,10 +10,11 @@ one run dict with that one partial and its parts, so they read the same.
 
 import json
 import time
+from datetime import UTC, datetime
 
 from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, url_for
 
-from blueprints import folded_text, keyset_ids_or_400, list_filters, run_charts
+from blueprints import folded_text, keyset_ids_or_400, list_filters, run_charts, timestamp
 from blueprints.forms.cases import SaveCaseForm
 from blueprints.forms.fields import ButtonForm, apply_errors
 from blueprints.forms.runs import run_form
@@ -45,6 +46,12 @@ def pretty_json(value):
         except (ValueError, RecursionError):
             return value
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@bp.app_template_filter("unix_time")
+def unix_time(seconds):
+    """A time a run records in Unix seconds (a decision's `decided_at`) as the pages show stored times."""
+    return timestamp(datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds"))
 
 
 bp.add_app_template_global(folded_text.text_parts, "text_parts")

@@ -3,7 +3,9 @@ requires approval runs nothing until a person has decided on each such call.
 
 A decision, as the API and the loop state spell it: `{"approve": true}`, `{"approve": true, "arguments": {...}}`
 (approved with the reviewer's arguments in place of the model's) or `{"reject": "reason"}` (the reason may be
-empty). The round that waits keeps the gate's verdicts and the decisions taken so far, as plain JSON.
+empty). The round that waits keeps the gate's verdicts and the decisions taken so far, as plain JSON, each with
+when it was taken (`decided_at`, Unix time in seconds, as a round's `started_at`): the caller hands the time in
+(`now`) when the decision is read, no client sends it. A round's review of a call says who decided, and when.
 """
 
 from dataclasses import dataclass, field, replace
@@ -29,6 +31,7 @@ class Decision:
     arguments: dict | None = None  # the reviewer's arguments in place of the model's (approved calls only)
     reason: str = ""  # why a reviewer rejected the call
     by: str = REVIEWER
+    at: float | None = None  # when it was taken (Unix time, seconds); None in a state stored before it was kept
 
     @classmethod
     def from_json(cls, data, where):
@@ -53,6 +56,19 @@ class Decision:
             return {"reject": self.reason}
         return {"approve": True, "arguments": self.arguments} if self.arguments is not None else {"approve": True}
 
+    def taken_at(self, now):
+        """The decision, taken at `now` (Unix time, seconds)."""
+        return replace(self, at=round(now, 3))
+
+    def to_state(self):
+        """The JSON form with when it was taken, as a waiting round keeps it."""
+        return {**self.to_json(), "decided_at": self.at} if self.at is not None else self.to_json()
+
+    @classmethod
+    def from_state(cls, data, where):
+        decision = cls.from_json({key: value for key, value in data.items() if key != "decided_at"}, where)
+        return replace(decision, at=data.get("decided_at"))
+
     def review(self):
         """What the round records of the decision."""
         return {
@@ -60,6 +76,7 @@ class Decision:
             "by": self.by,
             "reason": self.reason or None,
             "arguments": self.arguments,
+            "decided_at": self.at,
         }
 
 
@@ -127,7 +144,7 @@ class PendingRound:
             "round": self.round.to_json(),
             "verdicts": [_verdict_state(verdict) for verdict in self.verdicts],
             "awaiting": list(self.awaiting),
-            "decisions": {call_id: decision.to_json() for call_id, decision in self.decisions.items()},
+            "decisions": {call_id: decision.to_state() for call_id, decision in self.decisions.items()},
         }
 
     @classmethod
@@ -137,15 +154,16 @@ class PendingRound:
             verdicts=tuple(_verdict_from_state(verdict) for verdict in data["verdicts"]),
             awaiting=tuple(data["awaiting"]),
             decisions={
-                call_id: Decision.from_json(decision, f"decisions.{call_id}")
+                call_id: Decision.from_state(decision, f"decisions.{call_id}")
                 for call_id, decision in data["decisions"].items()
             },
         )
 
 
-def read_decisions(data, pending):
-    """{call id: Decision} from the JSON form {"<call id>": decision}, for calls of `pending` that need one.
-    Raises ValidationError naming the first call that is not awaiting a decision or whose decision is not one."""
+def read_decisions(data, pending, now):
+    """{call id: Decision} from the JSON form {"<call id>": decision}, for calls of `pending` that need one, taken
+    at `now` (Unix time, seconds). Raises ValidationError naming the first call that is not awaiting a decision or
+    whose decision is not one."""
     if not isinstance(data, dict):
         raise ValidationError({"decisions": "must be an object mapping call ids to decisions"})
     decisions = {}
@@ -153,15 +171,16 @@ def read_decisions(data, pending):
         if call_id not in pending.awaiting:
             awaiting = ", ".join(pending.awaiting)
             raise ValidationError({f"decisions.{call_id}": f"is not a call awaiting approval (awaiting: {awaiting})"})
-        decisions[call_id] = Decision.from_json(decision, f"decisions.{call_id}")
+        decisions[call_id] = Decision.from_json(decision, f"decisions.{call_id}").taken_at(now)
     return decisions
 
 
-def decided_verdicts(pending, config, registry, timeout_seconds):
+def decided_verdicts(pending, config, registry, timeout_seconds, deadline):
     """(the verdicts of a held round with its decisions applied, {call id: review}) — for a response held outside
     the loop (the proxy, the gate API): an approved call keeps the gate's verdict, an edited one the verdict on the
     reviewer's arguments (`config`, `registry`: the tools the gate reviewed against), a rejected one the reviewer's
-    rejection, and one still undecided is rejected as not decided within `timeout_seconds`."""
+    rejection, and one still undecided is rejected as not decided within `timeout_seconds`, at the `deadline` it
+    waited until (Unix time, seconds): no person decided it, the clock did."""
     verdicts, reviews = [], {}
     for verdict in pending.verdicts:
         call = verdict.call
@@ -170,7 +189,13 @@ def decided_verdicts(pending, config, registry, timeout_seconds):
             if decision is None:
                 message = texts.APPROVAL_TIMED_OUT.format(seconds=timeout_seconds)
                 verdict = Verdict(call, False, APPROVAL_TIMEOUT, message)
-                reviews[call.id] = {"decision": TIMED_OUT, "by": None, "reason": None, "arguments": None}
+                reviews[call.id] = {
+                    "decision": TIMED_OUT,
+                    "by": None,
+                    "reason": None,
+                    "arguments": None,
+                    "decided_at": round(deadline, 3),
+                }
             else:
                 reviews[call.id] = decision.review()
                 if not decision.approve:

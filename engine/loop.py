@@ -175,7 +175,7 @@ class _Run:
             if self.pending is None:
                 self.step(model)
             elif decisions and not [call_id for call_id in self.pending.awaiting if call_id not in decisions]:
-                self.decide({call_id: decisions[call_id] for call_id in self.pending.awaiting})
+                self.decide({call_id: decisions[call_id] for call_id in self.pending.awaiting}, now=time.time())
             else:
                 return
 
@@ -196,10 +196,11 @@ class _Run:
     def artifact_contents(self):
         return {artifact["placeholder"]: artifact["content"] for artifact in self.artifacts}
 
-    def decide(self, decisions, complete=True):
-        """Record decisions on the waiting round (call id -> decision, JSON form); once every call has one, the
-        round runs. `complete`: every call still undecided must be decided now."""
-        pending = self.pending.with_decisions(self.checked_decisions(decisions))
+    def decide(self, decisions, *, now, complete=True):
+        """Record decisions on the waiting round (call id -> decision, JSON form), taken at `now` (Unix time,
+        seconds); once every call has one, the round runs. `complete`: every call still undecided must be decided
+        now."""
+        pending = self.pending.with_decisions(self.checked_decisions(decisions, now))
         undecided = pending.undecided()
         if undecided and complete:
             raise ValidationError({f"decisions.{undecided[0]}": "needs a decision: approve or reject this call"})
@@ -218,8 +219,8 @@ class _Run:
         write_log(rejection_entries(self.config.id, rejected), self.log, self.secret)
         self.complete_round(self.carry_out(pending.round, verdicts, reviews))
 
-    def checked_decisions(self, data):
-        decisions = read_decisions(data, self.pending)
+    def checked_decisions(self, data, now):
+        decisions = read_decisions(data, self.pending, now)
         for call_id, decision in decisions.items():
             if decision.arguments is not None:
                 verdict = self.edited_verdict(call_id, decision.arguments)
@@ -460,14 +461,15 @@ def advance_run(state, *, providers=None, documents=None, registry=None, environ
     return redact(run.to_state(), run.secret)
 
 
-def decide_run(state, decisions, *, complete=True, documents=None, registry=None):
+def decide_run(state, decisions, *, complete=True, now=None, documents=None, registry=None):
     """The state after a reviewer's `decisions` ({call id: decision}, engine.approvals) on the round that waits for
-    approval: once every call of it is decided, the round runs (the next request is advance_run's). `complete`:
-    the decisions must cover every call still undecided. Raises ValidationError naming the call or the state."""
+    approval, taken at `now` (Unix time, seconds; the current time by default): once every call of it is decided,
+    the round runs (the next request is advance_run's). `complete`: the decisions must cover every call still
+    undecided. Raises ValidationError naming the call or the state."""
     run = _Run.from_state(state, registry or default_registry(), documents)
     _checked_state(run, AWAITING, "take decisions")
     with _Timed(run):
-        run.decide(decisions, complete=complete)
+        run.decide(decisions, complete=complete, now=time.time() if now is None else now)
     return run.to_state()
 
 

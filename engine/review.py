@@ -175,8 +175,10 @@ def decided_gate_run(run, loop_state, *, registry=None):
     registry = registry or default_registry()
     config, _merged = load_agent(run["agent"], known_tools=registry.parameters_by_name())
     gate_config, gate_registry = gate_api_view(config, registry)
-    pending = PendingRound.from_state(loop_state["proxy"]["pending"])
-    verdicts, reviews = decided_verdicts(pending, gate_config, gate_registry, config.approval_timeout_seconds)
+    held = loop_state["proxy"]
+    pending = PendingRound.from_state(held["pending"])
+    timeout = config.approval_timeout_seconds
+    verdicts, reviews = decided_verdicts(pending, gate_config, gate_registry, timeout, held["deadline"])
     log = []
     write_log(rejection_entries(config.id, [verdict for verdict in verdicts if verdict.call.id in reviews]), log)
     records = tuple(

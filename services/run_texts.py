@@ -107,7 +107,9 @@ def status_text(status, proxied=False):
 
 
 def review_text(review):
-    """A reviewer's decision on a call, as the round shows it."""
+    """A reviewer's decision on a call, as the round shows it; a call no one decided on in time says so."""
+    if review["decision"] == "timed_out":
+        return "Not decided in time: no one approved or rejected it before the approval timeout"
     if review["decision"] == "rejected":
         return f"Rejected by {review['by']}" + (f": {review['reason']}" if review.get("reason") else "")
     edited = " with edited arguments" if review.get("arguments") is not None else ""

@@ -170,13 +170,15 @@ def continue_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS, **options):
 
 def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, lease_seconds=LEASE_SECONDS):
     """Record a reviewer's decisions on the run's waiting round ({call id: decision}, engine.approvals); with the
-    last one the round runs. Returns the run, waiting or running on. Raises NotFound, RunConflict (the run does
-    not wait for approval) or ValidationError naming the call."""
+    last one the round runs. Each decision records when it was taken: now. Returns the run, waiting or running on.
+    Raises NotFound, RunConflict (the run does not wait for approval) or ValidationError naming the call."""
 
     def decide(_stored, state):
+        now = time.time()
         if is_held(state["loop"]):  # a proxied response: its request, waiting, carries the decisions out
-            return decide_held(state, decisions, complete=complete, now=time.time())
-        return engine.decide_run(state, decisions, complete=complete, documents=DocumentTable(db), registry=registry)
+            return decide_held(state, decisions, complete=complete, now=now)
+        documents = DocumentTable(db)
+        return engine.decide_run(state, decisions, complete=complete, now=now, documents=documents, registry=registry)
 
     _claim(db, run_id, "decide", time.time() + lease_seconds)
     try:

@@ -25,8 +25,9 @@ def is_held(loop_state):
 
 def decide_held(state, decisions, *, complete, now):
     """The state ({"run", "loop"}) with the reviewer's `decisions` ({call id: decision}, engine.approvals) recorded
-    on the held round; the run still awaits approval until its request carries them out. `complete`: every call
-    still undecided must be decided now. Raises ValidationError naming the call, or DecisionRefused."""
+    on the held round, taken at `now` (Unix time, seconds); the run still awaits approval until its request carries
+    them out. `complete`: every call still undecided must be decided now. Raises ValidationError naming the call, or
+    DecisionRefused."""
     run, loop = state["run"], state["loop"]
     held = loop["proxy"]
     pending = PendingRound.from_state(held["pending"])
@@ -34,7 +35,7 @@ def decide_held(state, decisions, *, complete, now):
         raise DecisionRefused(
             "No one decided in time: the approval timeout has passed, and the calls that waited are rejected."
         )
-    chosen = read_decisions(decisions, pending)
+    chosen = read_decisions(decisions, pending, now)
     taken = [call_id for call_id in chosen if call_id in pending.decisions]
     if taken:
         raise DecisionRefused(f"The call {taken[0]} has already been decided.")

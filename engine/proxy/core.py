@@ -89,11 +89,11 @@ class Held:
 
 @dataclass(frozen=True)
 class Decided:
-    """The held round with the decisions taken (engine.approvals); `timed_out`: the calls still undecided waited
-    past approval_timeout_seconds and are rejected as not decided in time."""
+    """The held round with the decisions taken (engine.approvals); the calls still undecided waited past
+    approval_timeout_seconds, until `deadline` (Unix time, seconds), and are rejected as not decided in time."""
 
     pending: PendingRound
-    timed_out: bool = False
+    deadline: float
 
 
 def upstream_tools(config, request):
@@ -214,7 +214,7 @@ class ProxyExchange:
         others with the collateral message — and the model is asked again."""
         pending = decided.pending
         timeout = self.config.approval_timeout_seconds
-        verdicts, reviews = decided_verdicts(pending, self.gate_config, self.registry, timeout)
+        verdicts, reviews = decided_verdicts(pending, self.gate_config, self.registry, timeout, decided.deadline)
         reviewed = [verdict for verdict in verdicts if verdict.call.id in reviews]  # the gate's logged when held
         write_log(rejection_entries(self.config.id, reviewed), self.log)
         records = tuple(replace(record, review=reviews.get(record.call.id)) for record in self.records(verdicts))

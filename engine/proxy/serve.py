@@ -178,7 +178,7 @@ class _Conversation:
             self.runs.let_go(run_id)
             raise Superseded()
         pending = PendingRound.from_state(held["pending"])
-        return held, Decided(pending, timed_out=bool(pending.undecided()))
+        return held, Decided(pending, held["deadline"])
 
 
 def answer_and_record(config, agent, request, ask, runs):
@@ -220,7 +220,7 @@ class StreamedAnswer:
 class RunsInMemory:
     """Proxied runs kept in a list, for a replay that records what a client drives (engine.proxy.replay). No person
     waits on a replay: a held call is decided at once by `decisions` ({call id: decision}, engine.approvals), or else
-    is not decided in time."""
+    is not decided in time (its deadline is the moment it is held)."""
 
     def __init__(self, decisions=None):
         self.runs = []
@@ -249,13 +249,13 @@ class RunsInMemory:
         held = loop_state["proxy"]
         pending = PendingRound.from_state(held["pending"])
         chosen = {
-            call_id: Decision.from_json(self.decisions[call_id], call_id)
+            call_id: Decision.from_json(self.decisions[call_id], call_id).taken_at(time.time())
             for call_id in pending.awaiting
             if call_id in self.decisions
         }
         saved = (replaces and self.continue_run(replaces[0], run, replaces[1], new_log)) or self.save(run)
         self.loops[saved["id"]] = {
-            "proxy": {**held, "pending": pending.with_decisions(chosen).to_state(), "deadline": 0}
+            "proxy": {**held, "pending": pending.with_decisions(chosen).to_state(), "deadline": time.time()}
         }
         return saved
 

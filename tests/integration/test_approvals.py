@@ -2,9 +2,14 @@
 and the plain forms (no JavaScript) and their htmx updates."""
 
 import re
+import time
+from datetime import UTC, datetime
 
 import pytest
 
+from engine.cases import case_from_run, check_case
+from engine.run_diff import compare_runs
+from store import runs as run_store
 from tests.html_reader import form_fields, html_of
 from tests.run_panel import read_run_panel
 
@@ -241,3 +246,90 @@ def test_the_run_page_s_settings_may_require_approval_for_one_run(client):
 
     assert "Awaiting approval: 2 of 2 calls to decide" in page
     assert "&#34;require_approval&#34;: true" in page  # recorded among the run's overrides
+
+
+# --- When each decision was taken ------------------------------------------------------------------------------
+
+
+def shown_time(seconds):
+    """How the round shows when a decision was taken, beside who took it."""
+    when = datetime.fromtimestamp(seconds, UTC)
+    stored, shown = when.isoformat(timespec="seconds"), when.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f'<span class="decided-at">· <time datetime="{stored}">{shown}</time></span>'
+
+
+def decided_times(run):
+    return {call["id"]: call.get("review", {}).get("decided_at") for call in run["rounds"][0]["calls"]}
+
+
+def test_each_decision_records_when_it_was_taken_and_the_run_json_and_page_show_it(client, waiting_run):
+    before = time.time()
+    run = decide(client, waiting_run["id"], {"call_1_1": {"approve": True}, "call_1_2": {"reject": "No."}}).get_json()
+    after = time.time()
+
+    times = decided_times(run)
+    assert before - 0.001 <= times["call_1_1"] == times["call_1_2"] <= after
+    assert times["call_1_3"] is None  # the free call had no decision
+    assert client.get(f"/api/runs/{waiting_run['id']}").get_json() == run
+    reviews = re.findall(r'data-testid="call-review">(.*?)</div>', run_page(client, waiting_run["id"]))
+    assert reviews == [
+        f"Approved by a reviewer {shown_time(times['call_1_1'])}",
+        f"Rejected by a reviewer: No. {shown_time(times['call_1_2'])}",
+    ]
+
+
+def test_a_decision_taken_on_the_page_records_its_own_time_and_a_refused_one_changes_none(client, waiting_run):
+    run_id = waiting_run["id"]
+    before = time.time()
+    post_decision(client, run_id, "call_1_1", "approve")
+    between = time.time()
+    post_decision(client, run_id, "call_1_2", "reject", reason="Not media.")
+    after = time.time()
+
+    times = decided_times(client.get(f"/api/runs/{run_id}").get_json())
+    assert before - 0.001 <= times["call_1_1"] <= between + 0.001 and between - 0.001 <= times["call_1_2"] <= after
+    post_decision(client, run_id, "call_1_1", "approve")  # the run has ended: refused, nothing changes
+    assert decided_times(client.get(f"/api/runs/{run_id}").get_json()) == times
+
+
+def test_the_time_of_a_decision_shows_while_the_round_still_waits_for_the_others(client, waiting_run):
+    run_id = waiting_run["id"]
+    post_decision(client, run_id, "call_1_1", "approve")
+
+    pending = client.get(f"/api/runs/{run_id}").get_json()["pending_round"]["calls"]
+    [decision] = re.findall(r'data-testid="call-decision">(.*?)</p>', run_page(client, run_id))
+    assert decision == f"Approved by a reviewer {shown_time(pending[0]['review']['decided_at'])}"
+
+
+def test_a_client_cannot_send_when_a_decision_was_taken_the_server_stamps_it(client, waiting_run):
+    response = decide(
+        client, waiting_run["id"], {"call_1_1": {"approve": True, "decided_at": 1}, "call_1_2": {"reject": ""}}
+    )
+
+    assert response.status_code == 400 and response.get_json()["field"] == "decisions.call_1_1"
+    assert client.get(f"/api/runs/{waiting_run['id']}").get_json()["state"] == "awaiting_approval"
+
+
+def test_a_run_stored_before_decisions_had_a_time_still_renders_and_loads(client, database, waiting_run):
+    run = decide(client, waiting_run["id"], {"call_1_1": {"approve": True}, "call_1_2": {"reject": "No."}}).get_json()
+    for call in run["rounds"][0]["calls"]:
+        if "review" in call:
+            del call["review"]["decided_at"]
+    old = run_store.save_run(database, {key: value for key, value in run.items() if key not in ("id", "created_at")})
+
+    assert client.get(f"/api/runs/{old['id']}").get_json()["rounds"] == run["rounds"]
+    reviews = re.findall(r'data-testid="call-review">(.*?)</div>', run_page(client, old["id"]))
+    assert reviews == ["Approved by a reviewer", "Rejected by a reviewer: No."]
+
+
+def test_two_runs_decided_at_different_times_compare_equal_and_a_case_of_one_passes(client, waiting_run):
+    decisions = {"call_1_1": {"approve": True}, "call_1_2": {"reject": "No."}}
+    first = decide(client, waiting_run["id"], decisions).get_json()
+    second_id = client.post("/api/agents/approvals/runs", json={"message": "Which bundles?"}).get_json()["id"]
+    time.sleep(0.01)
+    second = decide(client, second_id, decisions).get_json()
+    assert decided_times(first) != decided_times(second)
+
+    assert compare_runs(first, second)["identical"]
+    agent = client.get("/api/agents/approvals").get_json()
+    assert check_case(agent, case_from_run(second, "Bundles"))["passed"] is True

@@ -59,7 +59,9 @@ def test_an_approved_call_reaches_the_client_once_decided_and_not_before(app, cl
         assert run["state"] == "awaiting_approval" and run["source"] == "proxy"
         assert [call["status"] for call in run["pending_round"]["calls"]] == ["awaiting_approval"]
 
+        before = time.time()
         assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200
+        after = time.time()
         message = answer.result(timeout=WAIT).choices[0].message
 
     assert [(call.id, json.loads(call.function.arguments)) for call in message.tool_calls] == [
@@ -68,7 +70,8 @@ def test_an_approved_call_reaches_the_client_once_decided_and_not_before(app, cl
     run = client.get(f"/api/runs/{run_id}").json
     assert run["state"] == "finished" and run["stop_reason"] == "awaiting_client"
     assert run["model_requests"] == 1 and len(run["rounds"]) == 1
-    assert run["rounds"][0]["calls"][0]["review"]["decision"] == "approved"
+    review = run["rounds"][0]["calls"][0]["review"]
+    assert review["decision"] == "approved" and before - 0.001 <= review["decided_at"] <= after
     assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 409
 
 
@@ -110,15 +113,19 @@ def test_a_rejected_call_never_reaches_the_client_and_the_model_is_asked_again(a
 def test_a_call_no_one_decides_in_time_is_rejected_and_a_late_decision_is_refused(app, client, waiting):
     put_agent(client, script=[HERO, {"content": "No one answered."}], approval_timeout_seconds=1)
     with proxy_client(app, "canvas") as sdk:
-        started = time.monotonic()
+        started, before = time.monotonic(), time.time()
         answer = waiting(sdk.chat.completions.create, model="gpt-x", messages=[USER], tools=[PLACE])
         run_id = held_run(client)
         message = answer.result(timeout=WAIT).choices[0].message
+        answered = time.time()
 
     assert time.monotonic() - started >= 1
     assert message.content == "No one answered." and not message.tool_calls
     call = client.get(f"/api/runs/{run_id}").json["rounds"][0]["calls"][0]
-    assert (call["reason"], call["review"]["decision"]) == ("approval_timeout", "timed_out")
+    assert (call["reason"], call["review"]["decision"], call["review"]["by"]) == ("approval_timeout", "timed_out", None)
+    assert before + 1 <= call["review"]["decided_at"] <= answered  # the deadline it waited until
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    assert "Not decided in time: no one approved or rejected it before the approval timeout" in page
     assert call["message"] == (
         "Error: This tool call was not executed: it requires approval, and no one decided on it within 1 seconds."
     )

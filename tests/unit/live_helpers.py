@@ -53,10 +53,20 @@ def advance(state, model, tools, cut_here):
     return advance_run(cut(state) if cut_here else state, registry=tools.registry, model=model)
 
 
+def _call_without_timing(call):
+    if call.get("review") is None:
+        return call
+    return {**call, "review": {key: value for key, value in call["review"].items() if key != "decided_at"}}
+
+
 def without_timing(run):
-    """The run without what the clock decides: its duration and each request's latency."""
+    """The run without what the clock decides: its duration, each request's latency and start, and when each
+    decision was taken."""
     rounds = [
-        {key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")}
+        {
+            **{key: value for key, value in round_.items() if key not in ("latency_ms", "started_at")},
+            "calls": [_call_without_timing(call) for call in round_["calls"]],
+        }
         for round_ in run["rounds"]
     ]
     return {**{key: value for key, value in run.items() if key != "duration_ms"}, "rounds": rounds}

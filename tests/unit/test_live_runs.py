@@ -181,6 +181,7 @@ def test_once_every_call_is_decided_the_round_runs_in_response_order_and_the_run
     state = decide_run(
         cut(state),
         {"call_1_1": {"reject": "Not the nodes."}, "call_1_3": {"approve": True}},
+        now=1_800_000_000.25,
         registry=spy.registry,
     )
 
@@ -198,9 +199,15 @@ def test_once_every_call_is_decided_the_round_runs_in_response_order_and_the_run
     assert tool_messages(run)["call_1_1"] == f"{REJECTED_BY_REVIEWER} Not the nodes."
     reviews = [c.get("review") for c in run["rounds"][0]["calls"]]
     assert reviews == [
-        {"decision": "rejected", "by": "a reviewer", "reason": "Not the nodes.", "arguments": None},
+        {
+            "decision": "rejected",
+            "by": "a reviewer",
+            "reason": "Not the nodes.",
+            "arguments": None,
+            "decided_at": 1_800_000_000.25,
+        },
         None,
-        {"decision": "approved", "by": "a reviewer", "reason": None, "arguments": None},
+        {"decision": "approved", "by": "a reviewer", "reason": None, "arguments": None, "decided_at": 1_800_000_000.25},
         None,
     ]
     assert step_to_the_end(state, registry=spy.registry)["run"]["answer"] == "Done."

@@ -2,11 +2,13 @@
 waits and each held call is decided at once by the decisions given, or else is not decided in time."""
 
 import json
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.approvals import PendingRound
 from engine.config import load_agent
 from engine.proxy.request import read_request
 from engine.proxy.serve import RunsInMemory, answer_and_record
@@ -96,3 +98,34 @@ def test_each_held_call_reaches_the_client_once_as_decided_or_is_answered_upstre
         assert "tool_calls" not in message and message["content"] == "Not placed."
         assert sent_upstream == [call["id"] for call in calls] and run["model_requests"] == 2
     assert len(runs.runs) == 1 and run["state"] == "finished"
+
+
+def test_a_decision_and_a_timeout_record_when_they_were_taken():
+    before = time.time()
+    _message, approved, _runs = answer({"hero": {"approve": True}})
+    _message, timed_out, _runs = answer({})
+
+    approved_at = approved["rounds"][0]["calls"][0]["review"]["decided_at"]
+    timed_out_at = timed_out["rounds"][0]["calls"][0]["review"]["decided_at"]
+    assert before - 0.001 <= approved_at <= timed_out_at <= time.time()
+
+
+def test_a_held_round_stored_before_decisions_had_a_time_loads_without_one():
+    config, merged = load_agent(AGENT)
+    request = read_request({"model": "scripted", "messages": [{"role": "user", "content": "Build."}], "tools": [PLACE]})
+    runs = RunsInMemory({"hero": {"approve": True}})
+    answer_and_record(config, merged, request, upstream_for_agent(config), runs)
+    [held] = runs.loops.values()
+    stored = held["proxy"]["pending"]
+    assert stored["decisions"]["hero"]["decided_at"] > 0
+    before = {**stored, "decisions": {"hero": {"approve": True}}}  # as a held round was kept before
+
+    pending = PendingRound.from_state(before)
+
+    assert pending.decisions["hero"].review() == {
+        "decision": "approved",
+        "by": "a reviewer",
+        "reason": None,
+        "arguments": None,
+        "decided_at": None,
+    }
