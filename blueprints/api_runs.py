@@ -3,7 +3,8 @@ one response's tool calls without executing anything (for clients that drive the
 
 A run goes through `store.run_service.execute_and_store_run`, the path the run page takes too, so the page
 renders what this API returns. A run that needs approval comes back waiting (`state` "awaiting_approval");
-`POST /api/runs/<id>/decisions` decides on its calls and goes on to the next stop. Errors are JSON in the API's
+`POST /api/runs/<id>/decisions` decides on its calls and goes on to the next stop; `POST /api/runs/<id>/stop` is the
+run page's Stop. Errors are JSON in the API's
 one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 404 for an unknown agent or run,
 409 for a run that cannot do it now. Like the agents API, writes must be `application/json`
 (blueprints.request_checks), which is why the blueprint needs no CSRF token.
@@ -83,6 +84,17 @@ def decide(run_id):
     if run["state"] == RUNNING:
         run = traced(run_service.continue_stored_run(db, run_id, **options))
     return jsonify(run)
+
+
+@bp.post("/runs/<int:run_id>/stop")
+def stop(run_id):
+    """Stop the run, as the run page's Stop does (stop reason `stopped`): at once when no step holds it, else as that
+    step ends; a proxied run whose response waits for approval ends at once, its client answered with the stop.
+    Answers the run (200); 409 when it has already ended. The body is an empty JSON object."""
+    _data, failure = _json_object(())
+    if failure:
+        return failure
+    return jsonify(traced(run_service.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])))
 
 
 @bp.get("/runs")

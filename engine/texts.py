@@ -44,6 +44,8 @@ APPROVAL_TIMED_OUT = (
     "Error: This tool call was not executed: it requires approval, and no one decided on it within {seconds} seconds."
 )
 STOPPED_CALL = "Error: This tool call was not executed, because a person stopped the run."
+# What a proxied client gets when a person stops its run while its response waits for approval (SPEC §8).
+PROXY_STOPPED = "A person stopped this run in Toolgate while its tool calls waited for approval: none of them was run."
 RETRIEVED_CONTEXT_HEADER = "Documents retrieved for this question (cite them by id):"
 
 SCRIPT_EXHAUSTED = "Script exhausted."

@@ -19,7 +19,8 @@ import engine
 from engine.addresses import NOTHING_ALLOWED
 from engine.approvals import PendingRound
 from engine.config import SCRIPTED_PROVIDER, ValidationError
-from engine.proxy.approvals import DecisionRefused, decide_held, is_held
+from engine.proxy.approvals import DecisionRefused, decide_held, is_held, stop_held
+from engine.proxy.recording import PROXY_SOURCE
 from engine.review import GATE_KEY, decided_gate_run, held_gate_run
 from engine.types import AWAITING, FINISHED, INTERRUPTED, RUNNING
 from services.approval_webhooks import ApprovalWebhook
@@ -35,6 +36,8 @@ from store.documents import DocumentTable
 LEASE_SECONDS = 15.0
 # What a stored run has that the engine's run does not: added when it is read.
 READ_KEYS = ("id", "created_at", "started_at", "stop_requested")
+# Stop on a held proxied run waits this long at most for a decision being written to let the run go.
+STOP_ATTEMPTS, STOP_PAUSE_SECONDS = 20, 0.05
 
 
 class RunConflict(Exception):
@@ -189,14 +192,29 @@ def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, le
 
 def stop_stored_run(db, run_id, *, registry=None, lease_seconds=LEASE_SECONDS):
     """Stop the run after its current step: now, when no step holds it. Returns the run (still running when a step
-    holds it: that step stops it as it ends). Raises NotFound, or RunConflict when it has already ended."""
+    holds it: that step stops it as it ends). A proxied run whose response is held for approval ends at once
+    (_stop_held). Raises NotFound, or RunConflict when it has already ended."""
     if is_held(run_store.held_state(db, run_id)[1]):
-        raise RunConflict("A proxied request waits for the decisions on this run's calls: approve or reject them.")
+        if run_store.get_run(db, run_id).get("source") != PROXY_SOURCE:
+            raise RunConflict("A gate API request waits for the decisions on this run's calls: approve or reject them.")
+        return _stop_held(db, run_id, lease_seconds)
     if not run_store.request_stop(db, run_id):
         raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
     if not run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):
         return run_store.get_run(db, run_id)
     return _held(db, run_id, lambda _stored, state: engine.stop_run(state, registry=registry), lease_seconds)
+
+
+def _stop_held(db, run_id, lease_seconds):
+    """End a proxied run held for approval: stop reason `stopped`, none of its held calls for the client
+    (engine.proxy.approvals.stop_held). Its request, if one still waits, in this process or another, sees it at its
+    next look at the run and answers its client with the stop. A decision being written holds the run for an
+    instant: Stop waits for it; a request that is carrying the decisions out holds it until the run ends."""
+    for _attempt in range(STOP_ATTEMPTS):
+        if run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):
+            return _held(db, run_id, lambda _stored, state: stop_held(state), lease_seconds)
+        time.sleep(STOP_PAUSE_SECONDS)
+    raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
 
 
 def resume_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS):

@@ -7,7 +7,9 @@ gets the first response whose calls all pass (forced values written in), or an a
 what `on_round_cap` says; a `require_usage` tool not yet run brings the reminder as a hidden request.
 
 A response whose calls pass the gate and include a call of a client tool that requires approval is held: the
-exchange yields `Held` and its driver (engine.proxy.serve) sends back the decisions (`Decided`) once taken.
+exchange yields `Held` and its driver (engine.proxy.serve) sends back the decisions (`Decided`) once taken, or
+`Stopped` when a person stopped the run meanwhile: the client then gets the stop as its answer, as it gets the round
+cap's message, and none of the held calls.
 
 Pure: no HTTP and no storage here. The answer is a chat completion whatever API the client speaks: each API's
 module translates it out, and engine.proxy.serve records the exchange as a run.
@@ -26,6 +28,7 @@ from ..round import (
     CANCELLED,
     ERROR,
     ROUND_CAP,
+    STOPPED,
     TOOLS_DISABLED,
     Answered,
     AskAgain,
@@ -42,6 +45,7 @@ from ..round import (
     write_log,
 )
 from ..types import ALLOWED, REJECTED, CallRecord, Round, sum_usage
+from .approvals import answered_upstream
 from .client_tools import proxy_view
 from .turn import current_turn
 
@@ -94,6 +98,14 @@ class Decided:
 
     pending: PendingRound
     deadline: float
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A person stopped the run while its response was held; `round`: the held round as the stop left it, as
+    engine.proxy.approvals.stop_held stored it (the decisions taken before kept)."""
+
+    round: Round
 
 
 def upstream_tools(config, request):
@@ -152,6 +164,8 @@ class ProxyExchange:
         """`resumed`: the (state, Decided) of a held exchange this one carries on (restore has taken its state)."""
         if resumed is not None:
             state, decided = resumed
+            if isinstance(decided, Stopped):
+                return self.stopped(decided.round, state["completion"])
             outcome = self.carry_out_decisions(state["completion"], decided)
             if outcome is not None:
                 return outcome
@@ -204,6 +218,8 @@ class ProxyExchange:
                     write_log(step.log, self.log)
                     pending = PendingRound(step.round, step.verdicts, step.awaiting)
                     decided = yield Held(pending, self.held_state(pending, completion))
+                    if isinstance(decided, Stopped):
+                        return self.stopped(decided.round, completion)
                     outcome = self.carry_out_decisions(completion, decided)
                     if outcome is not None:
                         return outcome
@@ -225,6 +241,13 @@ class ProxyExchange:
         answers = [{"role": "tool", "tool_call_id": call.call.id, "content": call.message} for call in records]
         self.hide(round_, assistant_message(pending.round.response), answers)
         return None
+
+    def stopped(self, round_, completion):
+        """The Exchange of a held response whose run a person stopped (`round_`, its calls answered as not run):
+        the response hidden, and the stop's text to the client in its place (with the upstream's id and model)."""
+        answers = answered_upstream(round_)
+        self.hide(round_, answers[0], answers[1:])
+        return self.finish(self.own_completion(texts.PROXY_STOPPED, completion), STOPPED, texts.PROXY_STOPPED)
 
     def held_state(self, pending, completion):
         """The exchange while held, as plain JSON: what restore needs to carry it on."""

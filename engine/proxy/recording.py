@@ -99,7 +99,7 @@ def _conversation(exchange, conversation, previous=None):
     return {"key": key, "upstream_length": len(exchange.messages)}
 
 
-def _counts(rounds):
+def run_counts(rounds):
     """The run's counts over its rounds (as JSON), as RunRecord.to_json counts them."""
     calls = [call for round_ in rounds for call in round_["calls"]]
     return {
@@ -187,6 +187,6 @@ def continued_run(stored, agent, exchange, conversation, length, duration_ms):
         "log": [*stored.get("log", []), *exchange.log],
         "duration_ms": round(stored.get("duration_ms", 0) + duration_ms, 3),
         "conversation": _conversation(exchange, conversation, stored["conversation"]),
-        **_counts(rounds),
+        **run_counts(rounds),
     }
     return {key: value for key, value in run.items() if key not in ("id", "created_at")}

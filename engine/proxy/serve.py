@@ -8,15 +8,19 @@ app's database (services.proxy), or a `RunsInMemory` for a replay.
 A response held for approval (a client tool with `require_approval`) is recorded at once as a run awaiting
 approval, with the exchange so far, and the request waits for the decisions by asking `runs` again and again: a
 decision taken in another process releases it. The same conversation sent again (a client that went away and
-retries) attaches to the held run and waits in its place, instead of asking the model again.
+retries) attaches to the held run and waits in its place, instead of asking the model again. A person who stops the
+held run (services.runs) ends it in its row; the request that waits sees it at its next look and answers its client
+with the stop (engine.proxy.core.Stopped), recording the run as that client got it.
 """
 
 import time
 import uuid
+from dataclasses import replace
 
 from ..approvals import Decision, PendingRound
-from ..types import AWAITING
-from .core import Decided, Held, ProxyExchange, UpstreamError, drive
+from ..round import STOPPED
+from ..types import AWAITING, FINISHED, CallRecord
+from .core import Decided, Held, ProxyExchange, Stopped, UpstreamError, drive
 from .recording import ClientConversation, continued_run, conversation_key, new_run, restored_history
 from .stream import KeepAlive, LiveAnswer
 from .turn import continues_run
@@ -55,6 +59,8 @@ class _Conversation:
         self.opening = len(request.messages if self.history is None else self.history)
         self.held = None  # (run id, waiter) once this request's exchange is held
         self.held_run = None  # the run as recorded while held
+        self.last_held = None  # the held exchange's state as this request last read it
+        self.stopped = False  # a person stopped the run while this request waited
         self.waiting = False  # the request waits for decisions: whatever ends it, the held run stays as it is
         self.logged = 0  # how many of the exchange's log entries the held run has stored
 
@@ -80,6 +86,8 @@ class _Conversation:
             saved = self.runs.continue_run(replaces[0], run, replaces[1], exchange.log[self.logged :])
             if saved is not None:
                 return saved
+            if self.stopped:  # another request of the conversation recorded the stop first
+                return self.held_run
             if self.base is not None:  # another request continued the run first: this one starts its own
                 run = self.new_run(agent, exchange, duration_ms)
         return self.runs.save(run)
@@ -123,7 +131,7 @@ class _Conversation:
         self.runs.put_loop(run_id, {**loop, "proxy": held})
         self.base, self.stored, self.opening = (held["context"][key] for key in ("base", "stored", "opening"))
         exchange.restore(held)
-        self.held, self.logged = (run_id, waiter), len(held["log"])
+        self.held, self.logged, self.last_held = (run_id, waiter), len(held["log"]), held
         return (yield from self.wait())
 
     def hold(self, agent, exchange, held, started):
@@ -142,7 +150,7 @@ class _Conversation:
             }
         }
         self.held_run = self.runs.hold(replaces, run, loop, exchange.log[self.logged :])
-        self.held = (self.held_run["id"], waiter)
+        self.held, self.last_held = (self.held_run["id"], waiter), loop["proxy"]
         self.logged = len(exchange.log)
 
     def wait(self):
@@ -166,8 +174,13 @@ class _Conversation:
         run_id, waiter = self.held
         run_state, loop = self.runs.held(run_id)
         held = (loop or {}).get("proxy")
+        stopped = self.stopped_by_a_person(run_id) if run_state == FINISHED else None
+        if stopped is not None:
+            self.stopped = True
+            return self.last_held, Stopped(stopped)
         if run_state != AWAITING or held is None or held["waiter"] != waiter:
             raise Superseded()
+        self.last_held = held
         if PendingRound.from_state(held["pending"]).undecided() and time.time() < held["deadline"]:
             return None
         if not self.runs.take(run_id, "release"):
@@ -179,6 +192,16 @@ class _Conversation:
             raise Superseded()
         pending = PendingRound.from_state(held["pending"])
         return held, Decided(pending, held["deadline"])
+
+    def stopped_by_a_person(self, run_id):
+        """The held round as the stop left it (engine.proxy.approvals.stop_held) when the held run ended because a
+        person stopped it (it is still the latest run of the held conversation), else None."""
+        run = self.runs.find(self.held_key)
+        if run is None or run["id"] != run_id or run.get("stop_reason") != STOPPED:
+            return None
+        held = PendingRound.from_state(self.last_held["pending"]).round
+        calls = tuple(CallRecord.from_json(call) for call in run["rounds"][-1]["calls"])
+        return replace(held, calls=calls, shown_to_client=False)
 
 
 def answer_and_record(config, agent, request, ask, runs):

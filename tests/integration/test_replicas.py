@@ -3,6 +3,8 @@ one PostgreSQL database and one secret key, behave as one Toolgate, whichever of
 
 import re
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import pytest
@@ -139,6 +141,39 @@ def test_an_approval_decided_on_one_replica_resumes_the_run_another_started(repl
         api.base_url = first
         run = api.get(f"/api/runs/{waiting['id']}").json()
         assert (run["state"], run["stop_reason"], run["answer"]) == ("finished", "answered", "Done.")
+
+
+def test_a_proxied_request_held_on_one_replica_is_answered_with_the_stop_pressed_on_the_other(replicas):
+    first, second = replicas
+    place = {"type": "function", "function": {"name": "place", "parameters": {"type": "object"}}}
+    agent = {
+        "label": "Held",
+        "client_tools": {"place": {"require_approval": True}},
+        "script": [{"tool_calls": [{"id": "hero", "name": "place", "arguments": {}}]}, {"content": "Placed."}],
+    }
+    body = {"model": "m", "messages": [{"role": "user", "content": "Place the hero."}], "tools": [place]}
+    with signed_in(first) as person, browser(first) as api, browser(first) as client:
+        token = f"Bearer {token_on(person)}"
+        api.headers["Authorization"] = client.headers["Authorization"] = token
+        assert post_json(api, "/api/agents/held", agent, "PUT").status_code == 201
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            answer = pool.submit(post_json, client, "/proxy/held/v1/chat/completions", body)
+            deadline = time.monotonic() + 15
+            while not (held := api.get("/api/runs?state=awaiting_approval&agent=held").json()["runs"]):
+                assert time.monotonic() < deadline, "the proxied call never waited for approval"
+                time.sleep(0.05)
+            api.base_url = second
+            pressed = time.monotonic()
+            stopped = post_json(api, f"/api/runs/{held[0]['id']}/stop", {})
+            answered = answer.result(timeout=15)
+            waited = time.monotonic() - pressed
+
+    assert stopped.status_code == 200 and stopped.json()["stop_reason"] == "stopped"
+    assert answered.status_code == 200 and waited < 1.5
+    message = answered.json()["choices"][0]["message"]
+    assert "tool_calls" not in message and message["content"] == (
+        "A person stopped this run in Toolgate while its tool calls waited for approval: none of them was run."
+    )
 
 
 def test_a_replica_killed_during_a_burst_loses_no_run_a_client_was_answered_for(postgresql_template, tmp_path):
