@@ -91,9 +91,9 @@ def stop(run_id):
     """Stop the run, as the run page's Stop does (stop reason `stopped`): at once when no step holds it, else as that
     step ends; a proxied run whose response waits for approval ends at once, its client answered with the stop.
     Answers the run (200); 409 when it has already ended. The body is an empty JSON object."""
-    _data, failure = _json_object(())
-    if failure:
-        return failure
+    data = request.get_json(silent=True)
+    if data != {}:
+        return json_error(400, "must be an empty JSON object: Stop takes no fields", "body")
     return jsonify(traced(run_service.stop_stored_run(get_db(), run_id, registry=run_options()["registry"])))
 
 

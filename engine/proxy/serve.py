@@ -59,7 +59,7 @@ class _Conversation:
         self.opening = len(request.messages if self.history is None else self.history)
         self.held = None  # (run id, waiter) once this request's exchange is held
         self.held_run = None  # the run as recorded while held
-        self.last_held = None  # the held exchange's state as this request last read it
+        self.last_held = None  # the held exchange's state as this request held it or attached to it
         self.stopped = False  # a person stopped the run while this request waited
         self.waiting = False  # the request waits for decisions: whatever ends it, the held run stays as it is
         self.logged = 0  # how many of the exchange's log entries the held run has stored
@@ -180,7 +180,6 @@ class _Conversation:
             return self.last_held, Stopped(stopped)
         if run_state != AWAITING or held is None or held["waiter"] != waiter:
             raise Superseded()
-        self.last_held = held
         if PendingRound.from_state(held["pending"]).undecided() and time.time() < held["deadline"]:
             return None
         if not self.runs.take(run_id, "release"):

@@ -268,6 +268,9 @@ def test_stop_on_a_gate_api_request_that_waits_says_to_decide_instead(client):
     assert client.get(f"/api/runs/{first['run_id']}").json["state"] == "awaiting_approval"
 
 
-def test_stop_through_the_api_refuses_an_unknown_run_and_a_body_that_is_not_json(client):
+def test_stop_through_the_api_refuses_an_unknown_run_and_a_body_that_is_not_an_empty_json_object(client):
     assert client.post("/api/runs/99/stop", json={}).status_code == 404
     assert client.post("/api/runs/99/stop", data="stop").status_code == 415
+    refused = client.post("/api/runs/99/stop", json={"why": "enough"})
+    assert (refused.status_code, refused.json["field"]) == (400, "body")
+    assert refused.json["error"] == "body: must be an empty JSON object: Stop takes no fields"
