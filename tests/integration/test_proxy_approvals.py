@@ -401,8 +401,12 @@ def test_the_gate_api_gives_a_rejection_as_the_calls_tool_message(client):
     first = gate(client, tool_calls=BASH_CALLS[:1]).json
     assert first["request_id"] and first["awaiting"] == ["rm"]
 
+    before = time.time()
     assert decide(client, first["run_id"], {"rm": {"reject": "Not the build."}}).status_code == 200
+    after = time.time()
     decided = gate(client, tool_calls=BASH_CALLS[:1], request_id=first["request_id"]).json
+    review = client.get(f"/api/runs/{first['run_id']}").json["rounds"][0]["calls"][0]["review"]
+    assert review["decision"] == "rejected" and before - 0.001 <= review["decided_at"] <= after
 
     assert decided["execute"] == []
     assert decided["tool_messages"] == [
@@ -412,13 +416,17 @@ def test_the_gate_api_gives_a_rejection_as_the_calls_tool_message(client):
 
 def test_a_gate_api_call_no_one_decides_in_time_is_rejected_as_such(client):
     put_agent(client, client_tools={"Bash": {"require_approval": True}}, approval_timeout_seconds=1)
+    before = time.time()
     first = gate(client, tool_calls=BASH_CALLS[:1], request_id="late").json
+    held = time.time()
     time.sleep(1.1)
 
     decided = gate(client, tool_calls=BASH_CALLS[:1], request_id="late").json
 
     assert decided["execute"] == [] and decided["calls"][0]["reason"] == "approval_timeout"
     assert decide(client, first["run_id"], {"rm": {"approve": True}}).status_code == 409
+    review = client.get(f"/api/runs/{first['run_id']}").json["rounds"][0]["calls"][0]["review"]
+    assert review["decision"] == "timed_out" and before + 1 - 0.001 <= review["decided_at"] <= held + 1 + 0.001
 
 
 @pytest.mark.parametrize("request_id", ["", 7, "x" * 201, "line\nbreak"])
