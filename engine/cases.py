@@ -13,7 +13,7 @@ import copy
 import json
 import re
 
-from .approvals import Decision
+from .approvals import TIMED_OUT, Decision
 from .config import (
     ID_RULE,
     MESSAGE_MAX,
@@ -55,6 +55,8 @@ def replay_refusal(run):
         return "it came through the policy proxy before proxied runs kept what the client sent"
     if reason == AWAITING_CLIENT:
         return "the client never sent back the results of the calls it was handed last"
+    if any((call.get("review") or {}).get("decision") == TIMED_OUT for call in _calls(run)):
+        return "no one decided one of its calls within the approval timeout, and a replay cannot wait for that"
     if reason in REPLAYABLE_STOP_REASONS:
         return None
     if reason == "error":
@@ -66,6 +68,10 @@ def replay_refusal(run):
     if reason == "stopped":
         return "a person stopped it, and a replay cannot"
     return f'it stopped with "{reason}", which the scripted model cannot play'
+
+
+def _calls(run):
+    return [call for round_ in run.get("rounds") or [] for call in round_.get("calls") or []]
 
 
 def expectation_key(round_number, position, field):

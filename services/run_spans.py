@@ -310,7 +310,11 @@ class _Builder:
         return Event(GUARDRAIL_EVENT, time, attributes)
 
     def review_event(self, call, time):
+        """The reviewer's decision, at the moment it was taken (runs stored before decisions had a time: the end of
+        the round's model request)."""
         review = call["review"]
+        if isinstance(review.get("decided_at"), (int, float)):
+            time = float(review["decided_at"])
         attributes = {
             "gen_ai.tool.call.id": call.get("id"),
             "gen_ai.tool.name": call.get("name"),

@@ -126,6 +126,11 @@ def test_a_call_no_one_decides_in_time_is_rejected_and_a_late_decision_is_refuse
     assert before + 1 <= call["review"]["decided_at"] <= answered  # the deadline it waited until
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
     assert "Not decided in time: no one approved or rejected it before the approval timeout" in page
+    # A case replays the reviewers' decisions; no decision was taken here, so the run cannot become one.
+    assert (
+        "This run cannot be saved as a regression case: no one decided one of its calls within the approval "
+        "timeout, and a replay cannot wait for that." in page
+    )
     assert call["message"] == (
         "Error: This tool call was not executed: it requires approval, and no one decided on it within 1 seconds."
     )

@@ -357,6 +357,9 @@ def test_a_reviewers_decisions_are_events_and_only_the_approved_call_has_a_tool_
     ]
     assert receiver.named("execute_tool list_bundles")[0]["attributes"]["gen_ai.tool.call.id"] == "call_1_1"
     (round_one,) = [chat for chat in receiver.named("chat") if chat["attributes"]["toolgate.round.number"] == 1]
+    reviews = {call["id"]: call.get("review") for call in run["rounds"][0]["calls"]}
+    decided_at = [reviews[event["gen_ai.tool.call.id"]]["decided_at"] for event in round_one["events"][:2]]
+    assert [event["time"] for event in round_one["events"][:2]] == pytest.approx(decided_at, abs=1e-6)
     events = [{key: value for key, value in event.items() if key != "time"} for event in round_one["events"]]
     assert events == [
         {
