@@ -216,8 +216,8 @@ def open_db(url_or_path):
         return engine.connect()
     except exc.TimeoutError as error:
         raise DatabaseBusy(
-            f"The database is busy: all {engine.pool.size()} connections of this process to it stayed in use for "
-            f"{engine.pool.timeout():g} seconds. Try again in a moment."
+            f"The database is busy: every connection this process may open to it ({engine.pool.size()}) stayed in use "
+            f"for {engine.pool.timeout():g} seconds. Try again in a moment."
         ) from error
 
 
