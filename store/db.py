@@ -1,5 +1,6 @@
-"""The database: one SQLAlchemy Engine per database URL per process (its pool holds the connections), one connection
-per request kept on `g` and given back at teardown, and the helpers every write goes through.
+"""The database: one SQLAlchemy Engine per database URL per process (its pool holds the connections: on PostgreSQL
+POOL_SIZE at most, a request waiting for one to be given back), one connection per request kept on `g` and given
+back at teardown, and the helpers every write goes through.
 
 The URL is `TOOLGATE_DATABASE_URL` (`sqlite:///…`, the default, or `postgresql://…`); without it, the SQLite file
 `TOOLGATE_DATABASE` names (instance/toolgate.db). Outside a request (the CLI at start-up, migrations, a streamed

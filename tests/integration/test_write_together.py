@@ -336,8 +336,8 @@ def test_more_writers_than_the_pool_has_connections_each_commit_once(database, e
 
 def test_writes_handed_in_without_a_connection_are_committed_together_beyond_the_pool_size(database, engine):
     """A request that hands its write in by the database's URL holds no connection while it waits for the commit:
-    the group is not bounded by the pool (on PostgreSQL, 2 connections here), and the 24 writes take fewer commits than
-groups of 2 would."""
+    the group is not bounded by the pool (on PostgreSQL, 2 connections here), and the 24 writes take fewer commits
+    than groups of 2 would."""
     set_pool(database, 2, 20)
     commits = _write_transactions(database)
 
