@@ -69,6 +69,9 @@ def create_app(test_config=None, instance_path=None):
     app.config.from_mapping(
         DATABASE=os.path.join(app.instance_path, "toolgate.db"),  # the SQLite file, unless DATABASE_URL is set
         DATABASE_URL=None,  # sqlite:///… or postgresql://user:password@host:port/database (store/db.py)
+        # On PostgreSQL: the connections each process opens at most, and the seconds a request waits for one.
+        DATABASE_POOL_SIZE=db.POOL_SIZE,
+        DATABASE_POOL_TIMEOUT=db.POOL_TIMEOUT_SECONDS,
         MAX_CONTENT_LENGTH=4 * 1024 * 1024,
         MAX_FORM_MEMORY_SIZE=4 * 1024 * 1024,
         TOOL_REGISTRY=None,  # None: the built-in and installed tools; tests may inject their own

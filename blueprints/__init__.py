@@ -27,7 +27,7 @@ from engine.types import ERROR as CALL_ERROR
 from services import proxy as proxy_service
 from services.runs import RunConflict
 from store import ManagedByFile, NotFound, RevisionConflict, ValidationError
-from store.db import get_db
+from store.db import DatabaseBusy, get_db
 from store.history import ID_MAX
 
 logger = logging.getLogger("toolgate")
@@ -244,6 +244,16 @@ def register_error_handlers(app):
         if is_api_request():
             return json_error(409, str(error), "state")
         return error_response(409, "The run cannot do that now", str(error))
+
+    @app.errorhandler(DatabaseBusy)
+    def database_busy(error):
+        """Every connection this process may open to the database stayed in use while the request waited for one (on
+        PostgreSQL, store/db.py): a moment later there is one."""
+        logger.warning("No database connection in time for %s %s", request.method, request.path)
+        response, status = error_response(503, "Busy", str(error))
+        response = current_app.make_response((response, status))
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.errorhandler(RecursionError)
     def too_deeply_nested(error):

@@ -65,7 +65,10 @@ class StoredRuns:
     in its run's row (its state and loop state), so a decision taken by any process releases it. Each look-up and
     each write takes a connection of the pool for itself alone and gives it back: a proxied request spends most of
     its time waiting, for its model or for a decision, and holds no connection meanwhile (on PostgreSQL, a thousand
-    requests in flight would otherwise hold a thousand server connections)."""
+    requests in flight would otherwise hold a thousand server connections). A run is recorded with none at all: it
+    is handed in to the group commit by the database's URL, and only the request that commits the group takes one
+    (store.db.write_many_together), so the runs answered at one moment are committed together however few
+    connections the pool has."""
 
     def __init__(self, database_url, agent_id, webhook=None, lease_seconds=LEASE_SECONDS):
         self.database_url = database_url
@@ -78,17 +81,14 @@ class StoredRuns:
             return run_store.proxied_run_with_conversation(db, self.agent_id, conversation_key)
 
     def save(self, run):
-        with pooled_db(self.database_url) as db:
-            return run_store.save_run(db, run)
+        return run_store.save_run(self.database_url, run)
 
     def continue_run(self, run_id, run, conversation_key, new_log):
-        with pooled_db(self.database_url) as db:
-            return run_store.continue_run(db, run_id, run, conversation_key, new_log)
+        return run_store.continue_run(self.database_url, run_id, run, conversation_key, new_log)
 
     def hold(self, replaces, run, loop_state, new_log):
         run_id, conversation_key = replaces or (None, None)
-        with pooled_db(self.database_url) as db:
-            saved = run_store.hold_proxied_run(db, run_id, run, conversation_key, loop_state, new_log)
+        saved = run_store.hold_proxied_run(self.database_url, run_id, run, conversation_key, loop_state, new_log)
         if self.webhook is not None:
             self.webhook.notify(saved)
         return saved

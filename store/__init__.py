@@ -2,9 +2,9 @@
 connection a request keeps on `g`), so the CLI and the tests use the rest outside a request.
 
 Every function takes a SQLAlchemy Connection as its first argument (`store.db.get_db()` in a request,
-`store.db.open_db(url)` elsewhere). The SQL is text with named parameters, in the subset SQLite and PostgreSQL both
-run unchanged; what must differ sits behind one function per need. Bad input raises
-engine.config.ValidationError, re-exported here.
+`store.db.open_db(url)` elsewhere); those that record a run take the database's URL too (store.db.write_together).
+The SQL is text with named parameters, in the subset SQLite and PostgreSQL both run unchanged; what must differ
+sits behind one function per need. Bad input raises engine.config.ValidationError, re-exported here.
 """
 
 import json

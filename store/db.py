@@ -1,5 +1,6 @@
-"""The database: one SQLAlchemy Engine per database URL per process (its pool holds the connections), one connection
-per request kept on `g` and given back at teardown, and the helpers every write goes through.
+"""The database: one SQLAlchemy Engine per database URL per process (its pool holds the connections: on PostgreSQL
+POOL_SIZE at most, a request waiting for one to be given back), one connection per request kept on `g` and given
+back at teardown, and the helpers every write goes through.
 
 The URL is `TOOLGATE_DATABASE_URL` (`sqlite:///…`, the default, or `postgresql://…`); without it, the SQLite file
 `TOOLGATE_DATABASE` names (instance/toolgate.db). Outside a request (the CLI at start-up, migrations, a streamed
@@ -29,14 +30,20 @@ from contextlib import contextmanager
 
 from flask import current_app, g
 from psycopg.adapt import Loader
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 BUSY_TIMEOUT_MS = 10_000
 WRITING = "toolgate_writing"  # set in a connection's `info` while write_transaction holds its transaction
-# Connections a process keeps idle per database for the next burst: more are opened when none is idle (the pool
-# never makes a request wait), since under gevent a worker holds as many as it has requests in flight.
+# SQLite: connections a process keeps idle for the next burst; more are opened when none is idle (a SQLite file has
+# no limit on connections, and under gevent a worker holds as many as it has requests doing database work).
 IDLE_PER_DATABASE = 256
+# PostgreSQL: the connections a process opens to a database at most (TOOLGATE_DATABASE_POOL_SIZE), and how long a
+# request waits for one of them when all are in use (TOOLGATE_DATABASE_POOL_TIMEOUT, seconds) before it is answered
+# 503. The server refuses connections past its max_connections (100 by default, 3 of them kept for superusers):
+# `make run` starts 2 worker processes, so a replica opens 2 x 10 = 20 at most, and 4 replicas 80.
+POOL_SIZE = 10
+POOL_TIMEOUT_SECONDS = 30
 ENGINES = 4  # only the databases used last keep their pools (more are opened in the tests only, each its own)
 
 
@@ -125,7 +132,7 @@ def _begin_writes(connection):
         connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.dialect.name == "sqlite" else "BEGIN")
 
 
-def _build_engine(url):
+def _build_engine(url, pool):
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(
@@ -136,11 +143,16 @@ def _build_engine(url):
         )
         event.listen(engine, "connect", _on_sqlite_connect)
     else:
+        size, timeout = pool
         engine = create_engine(
             parsed.set(drivername="postgresql+psycopg"),
             isolation_level="AUTOCOMMIT",
-            pool_size=IDLE_PER_DATABASE,
-            max_overflow=-1,
+            # Never more than `size` connections: a request waits for one to be given back, up to `timeout` seconds
+            # (QueuePool waits on threading's locks, which gunicorn's gevent workers have made gevent's: a request
+            # waiting lets the others run, and those give theirs back).
+            pool_size=size,
+            max_overflow=0,
+            pool_timeout=timeout,
             pool_pre_ping=True,
         )
         event.listen(engine, "connect", _on_postgresql_connect)
@@ -150,12 +162,24 @@ def _build_engine(url):
 
 
 _engines = OrderedDict()  # url -> Engine, last used last
+_pools = {}  # url -> (size, timeout) of its pool on PostgreSQL, as the app on that database set them (init_app)
 _engines_lock = threading.Lock()
+
+
+class DatabaseBusy(RuntimeError):
+    """Every connection the process may open to the database was in use for as long as a request waits for one."""
 
 
 def _close(dbapi_connection, _record):
     if dbapi_connection is not None:
         dbapi_connection.close()
+
+
+def _retire(engines):
+    for unused in engines:
+        # Its idle connections close now, those in use when their holders give them back to its pool.
+        event.listen(unused.pool, "checkin", _close)
+        unused.dispose()
 
 
 def engine_for(url_or_path):
@@ -164,19 +188,38 @@ def engine_for(url_or_path):
     with _engines_lock:
         engine = _engines.get(url)
         if engine is None:
-            engine = _engines[url] = _build_engine(url)
+            engine = _engines[url] = _build_engine(url, _pools.get(url, (POOL_SIZE, POOL_TIMEOUT_SECONDS)))
         _engines.move_to_end(url)
         retired = [_engines.popitem(last=False)[1] for _ in range(len(_engines) - ENGINES)]
-    for unused in retired:
-        # Its idle connections close now, those in use when their holders give them back to its pool.
-        event.listen(unused.pool, "checkin", _close)
-        unused.dispose()
+    _retire(retired)
     return engine
 
 
+def set_pool(url_or_path, size, timeout):
+    """The pool of the database's Engine in this process on PostgreSQL: `size` connections at most, a request
+    waiting `timeout` seconds for one. An Engine built with other figures is retired."""
+    url = database_url(url_or_path)
+    with _engines_lock:
+        _pools[url] = (size, timeout)
+        engine = _engines.get(url)
+        stale = engine is not None and engine.dialect.name != "sqlite"
+        stale = stale and (engine.pool.size(), engine.pool.timeout()) != (size, timeout)
+        if stale:
+            del _engines[url]
+    _retire([engine] if stale else [])
+
+
 def open_db(url_or_path):
-    """A connection of the database's pool, for work outside a request; `close()` gives it back."""
-    return engine_for(url_or_path).connect()
+    """A connection of the database's pool, for work outside a request; `close()` gives it back. Raises
+    DatabaseBusy when none was given back in time (on PostgreSQL, whose pool has a cap)."""
+    engine = engine_for(url_or_path)
+    try:
+        return engine.connect()
+    except exc.TimeoutError as error:
+        raise DatabaseBusy(
+            f"The database is busy: every connection this process may open to it ({engine.pool.size()}) stayed in use "
+            f"for {engine.pool.timeout():g} seconds. Try again in a moment."
+        ) from error
 
 
 @contextmanager
@@ -207,12 +250,14 @@ class _Write:
 
 
 class _GroupCommit:
-    """The writes waiting to be committed to one database, and whether a request is committing them."""
+    """The writes waiting to be committed to one database; whether a request is committing them (on a connection it
+    holds), and whether one that held none is taking a connection of the pool to commit them."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.waiting = []
         self.committing = False
+        self.opening = False
 
 
 class WriteNotCommitted(RuntimeError):
@@ -242,15 +287,24 @@ def write_many_together(db, write_many, item):
     write lock, the commit writing every page it changed to the WAL; on PostgreSQL a round trip per statement) is
     paid once for the group. A write that raises fails alone.
 
+    `db` is the request's connection, or the database's URL when the request holds none (a proxied request records
+    its run so): its write is handed in without a connection, and only the request that commits takes one.
+
     The first request to hand one in commits: it lets the other requests that are ready run first (under gevent,
     those whose answer came in meanwhile), so they can join, then commits on its connection whatever has come in.
-    Inside a write transaction already, or on an in-memory database, the write runs on its own."""
+    A request that holds a connection never waits for one of the pool meanwhile, since on PostgreSQL the pool has a
+    cap and every connection could be held by requests waiting so: it waits only for a request that commits on a
+    connection it holds already. A request that holds none and finds nobody committing takes a connection first
+    (waiting for the pool holding nothing), meanwhile the writes handed in wait for it, unless a request that holds
+    one comes and commits them. Inside a write transaction already, or on an in-memory database, the write runs on
+    its own."""
+    if isinstance(db, str):
+        return _hand_in_without_connection(db, write_many, item)
     url = db.engine.url
-    if db.info.get(WRITING) or (url.get_backend_name() == "sqlite" and sqlite_path(str(url)) is None):
+    if db.info.get(WRITING) or _in_memory(url):
         with write_transaction(db):
             return write_many(db, [item])[0]
-    with _groups_lock:
-        group = _groups.setdefault(str(url), _GroupCommit())
+    group = _group(url)
     mine = _Write(write_many, item)
     with group.lock:
         group.waiting.append(mine)
@@ -259,10 +313,69 @@ def write_many_together(db, write_many, item):
     if commits:
         time.sleep(0)  # the requests ready to run now hand in their writes first
         _commit_waiting(db, group)
-    mine.done.wait()
-    if mine.error is not None:
-        raise mine.error
-    return mine.result
+    return _outcome(mine)
+
+
+def _in_memory(url):
+    return url.get_backend_name() == "sqlite" and sqlite_path(str(url)) is None
+
+
+def _group(url):
+    with _groups_lock:
+        return _groups.setdefault(str(url), _GroupCommit())
+
+
+def _outcome(write):
+    write.done.wait()
+    if write.error is not None:
+        raise write.error
+    return write.result
+
+
+def _hand_in_without_connection(url_or_path, write_many, item):
+    url = engine_for(url_or_path).url
+    if _in_memory(url):
+        with pooled_db(url_or_path) as db, write_transaction(db):
+            return write_many(db, [item])[0]
+    group = _group(url)
+    mine = _Write(write_many, item)
+    with group.lock:
+        group.waiting.append(mine)
+        opens = not (group.committing or group.opening)
+        group.opening = group.opening or opens
+    if opens:
+        try:
+            db = open_db(url_or_path)
+        except BaseException as error:
+            _fail_waiting_unless_committed(group, error)
+            if not isinstance(error, Exception):
+                raise
+        else:
+            try:
+                with group.lock:
+                    group.opening = False
+                    commits = bool(group.waiting) and not group.committing
+                    group.committing = group.committing or commits
+                if commits:
+                    _commit_waiting(db, group)
+            finally:
+                db.close()
+    return _outcome(mine)
+
+
+def _fail_waiting_unless_committed(group, error):
+    """No connection for the writes handed in without one (`error`: the pool's DatabaseBusy, or what stopped the
+    request taking it): they fail, unless a request holding a connection is committing them."""
+    with group.lock:
+        group.opening = False
+        failed = [] if group.committing else group.waiting
+        if not group.committing:
+            group.waiting = []
+    if not isinstance(error, Exception):
+        error = WriteNotCommitted("The write was not committed: the request committing it was stopped.")
+    for pending in failed:
+        pending.error = error
+        pending.done.set()
 
 
 class _WriteFailed(Exception):
@@ -379,6 +492,18 @@ def close_db(exception=None):
         db.close()
 
 
+def _is_number(value):
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def init_app(app):
+    """The app's database URL, its pool on PostgreSQL (DATABASE_POOL_SIZE, DATABASE_POOL_TIMEOUT: refused at start-up
+    unless in range), and the request's connection given back at teardown."""
     app.config["DATABASE_URL"] = database_url(app.config.get("DATABASE_URL") or app.config["DATABASE"])
+    size, timeout = app.config["DATABASE_POOL_SIZE"], app.config["DATABASE_POOL_TIMEOUT"]
+    if not (_is_number(size) and size == int(size) and size >= 1):
+        raise ValueError(f"TOOLGATE_DATABASE_POOL_SIZE must be a whole number, 1 or more (got {size!r}).")
+    if not (_is_number(timeout) and timeout > 0):
+        raise ValueError(f"TOOLGATE_DATABASE_POOL_TIMEOUT must be a number of seconds above 0 (got {timeout!r}).")
+    set_pool(app.config["DATABASE_URL"], int(size), timeout)
     app.teardown_appcontext(close_db)

@@ -66,7 +66,9 @@ def _row(run):
 
 def save_run(db, run, loop_state=None):
     """Store a run and its log entries together (store.db.write_together); returns the run with `id` and
-    `created_at`. `loop_state`: what a proxied request held for approval needs to carry on."""
+    `created_at`. `loop_state`: what a proxied request held for approval needs to carry on. `db` may be the
+    database's URL, for a request that holds no connection (store.db.write_many_together): so may continue_run's
+    and hold_proxied_run's."""
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     # Every run row has the same columns, so those committed together are inserted by one statement.

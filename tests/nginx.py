@@ -1,7 +1,8 @@
-"""The README's nginx configuration, run as written in front of replicas of the app: the one ```nginx block of
-README.md, its two placeholder replicas (127.0.0.1:5001, 127.0.0.1:5002) and its port (`listen 8080;`) replaced
-by real ones, as a reader fills them in; wrapped in the few lines a whole nginx.conf needs with every file
-(pid, logs, temporary bodies) in a folder of the test's. Debian's nginx, which `make test` installs when missing;
+"""The README's nginx configuration, run as written in front of replicas of the app: the two ```nginx blocks of
+README.md, the top of nginx.conf (its `events`) and what goes in its `http` block, the latter's two placeholder
+replicas (127.0.0.1:5001, 127.0.0.1:5002) and its port (`listen 8080;`) replaced by real ones, as a reader fills
+them in; wrapped in the few lines a whole nginx.conf needs with every file (pid, logs, temporary bodies) in a
+folder of the test's. Debian's nginx, which `make test` installs when missing;
 its own service is never started: each test runs a process of its own, `daemon off`, stopped whatever happens."""
 
 import os
@@ -22,10 +23,13 @@ ACCESS = "$request_method|$request_uri|$status|$upstream_addr|$upstream_status"
 
 
 def readme_configuration():
-    """The text of the README's ```nginx block."""
+    """The texts of the README's two ```nginx blocks: (the top of nginx.conf, the one with `events`; what goes in its
+    `http` block)."""
     blocks = re.findall(r"^```nginx\n(.*?)^```$", (ROOT / "README.md").read_text(), re.S | re.M)
-    assert len(blocks) == 1, f"README.md has {len(blocks)} nginx blocks, not one"
-    return blocks[0]
+    assert len(blocks) == 2, f"README.md has {len(blocks)} nginx blocks, not two"
+    top = [block for block in blocks if re.search(r"^events \{", block, re.M)]
+    assert len(top) == 1, "one of the README's nginx blocks is the top of nginx.conf, with `events {`"
+    return top[0], next(block for block in blocks if block is not top[0])
 
 
 def filled_in(configuration, replicas, port, replaced=()):
@@ -43,15 +47,15 @@ def filled_in(configuration, replicas, port, replaced=()):
     return configuration
 
 
-def whole_configuration(folder, http_block):
-    """An nginx.conf that keeps every file in `folder`, around `http_block`. As root, the workers run as root too
-    (nginx's default user could not write the test's private folder)."""
+def whole_configuration(folder, top, http_block):
+    """An nginx.conf that keeps every file in `folder`, `top` (with its `events`) and then `http_block` in an http
+    block. As root, the workers run as root too (nginx's default user could not write the test's private folder)."""
     user = "user root;\n" if os.geteuid() == 0 else ""
     temporary = "".join(
         f"    {kind}_temp_path {folder}/{kind}_temp;\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
     return (
-        f"{user}pid {folder}/nginx.pid;\nerror_log {folder}/error.log warn;\nevents {{ worker_connections 1024; }}\n"
+        f"{user}pid {folder}/nginx.pid;\nerror_log {folder}/error.log warn;\n{top}"
         f"http {{\n    log_format replicas '{ACCESS}';\n    access_log {folder}/access.log replicas;\n{temporary}"
         f"{http_block}}}\n"
     )
@@ -112,7 +116,8 @@ def in_front_of(replicas, folder, replaced=()):
     folder.mkdir(exist_ok=True)
     addresses = [replica.removeprefix("http://") for replica in replicas]
     port = free_port()
-    configuration = whole_configuration(folder, filled_in(readme_configuration(), addresses, port, replaced))
+    top, http_block = readme_configuration()
+    configuration = whole_configuration(folder, top, filled_in(http_block, addresses, port, replaced))
     balancer = Nginx(folder, configuration, port)
     try:
         yield balancer

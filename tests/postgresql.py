@@ -42,7 +42,9 @@ class Cluster:
         self._control = [*as_user, binaries / "pg_ctl", "-D", data]
         for attempt in range(3):  # another process may take the free port first
             port = free_port()
-            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400"
+            # max_connections is left at PostgreSQL's default (100), as the README leaves it: a process of the app
+            # opens store.db.POOL_SIZE connections at most, so two replicas of two workers open 40.
+            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1"
             if not durable:  # nothing a test's cluster holds must survive a crash: it never waits for the disk
                 options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             started = subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)

@@ -1,7 +1,9 @@
 """Writes handed in at the same moment by many requests are committed together (store.db.write_together), each on
 the database when its request goes on, and one that fails fails alone. Real threads, each with its own connection
-to one database, as the server's requests have, on both engines; gunicorn's gevent workers are covered in
-test_serving_load.py (200 proxied runs recorded at once)."""
+to one database for its length, as the server's requests have (or none: a proxied request hands its run in by the
+database's URL), on both engines; gunicorn's gevent workers are covered in test_serving_load.py (200 proxied runs
+recorded at once) and test_database_pool.py. On PostgreSQL the pool has a cap (store.db.POOL_SIZE), below the
+requests of most tests here: they wait for one another's connections."""
 
 import threading
 import time
@@ -12,7 +14,7 @@ from sqlalchemy import event
 from app import create_app
 from store import execute, select_value
 from store import runs as run_store
-from store.db import engine_for, open_db, write_together, write_transaction
+from store.db import WRITING, engine_for, open_db, pooled_db, set_pool, write_together, write_transaction
 from tests.database import Database
 from tests.live_http import all_at_once
 
@@ -42,20 +44,29 @@ def database(tmp_path, engine, request):
     return url
 
 
-@pytest.fixture
-def connection(database):
-    """A connection per thread, as each request holds one; all given back when the test ends."""
-    local, opened = threading.local(), []
+def as_requests(database, task, arguments, timeout=120):
+    """`task(db, argument)` for every argument at once, each in a thread of its own with a connection of the pool for
+    its length (given back when it ends, as a request gives back its own at teardown); their results in order."""
 
-    def connection():
-        if not hasattr(local, "db"):
-            local.db = open_db(database)
-            opened.append(local.db)
-        return local.db
+    def request(argument):
+        with pooled_db(database) as db:
+            return task(db, argument)
 
-    yield connection
-    for db in opened:
-        db.close()
+    return all_at_once(request, arguments, timeout)
+
+
+@pytest.fixture(params=["with its connection", "without a connection"])
+def hand_in(request, database):
+    """How a request hands in `write` (write_together): on a connection of the pool it holds meanwhile, as a page's
+    request does, or by the database's URL, holding none, as a proxied request records its run."""
+    if request.param == "without a connection":
+        return lambda write: write_together(database, write)
+
+    def on_its_connection(write):
+        with pooled_db(database) as db:
+            return write_together(db, write)
+
+    return on_its_connection
 
 
 def _stored_notes(path):
@@ -79,20 +90,20 @@ def _note(text, slow=False, first=None):
     return write
 
 
-def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_stored(database, connection):
+def test_runs_saved_by_many_requests_at_once_each_get_their_own_id_and_are_stored(database):
 
-    def save(number):
+    def save(db, number):
         run = {"agent_id": "canvas", "message": f"request {number}", "stop_reason": "answered", "rounds": []}
-        saved = run_store.save_run(connection(), run)
-        return saved["id"], run_store.get_run(connection(), saved["id"])["message"]
+        saved = run_store.save_run(db, run)
+        return saved["id"], run_store.get_run(db, saved["id"])["message"]
 
-    saved = all_at_once(save, range(THREADS))
+    saved = as_requests(database, save, range(THREADS))
 
     assert len({run_id for run_id, _ in saved}) == THREADS
     assert sorted(message for _, message in saved) == sorted(f"request {number}" for number in range(THREADS))
 
 
-def test_runs_committed_together_are_inserted_by_one_statement_each_with_its_own_id(database, connection):
+def test_runs_committed_together_are_inserted_by_one_statement_each_with_its_own_id(database):
     """The runs of a group are one INSERT, however many (on PostgreSQL a statement is a round trip to the server),
     and each request gets the id of its own run, with its own log entries."""
     inserts = []
@@ -101,9 +112,9 @@ def test_runs_committed_together_are_inserted_by_one_statement_each_with_its_own
         if statement.startswith('INSERT INTO "runs"'):
             inserts.append(statement)
 
-    def save(number):
+    def save(db, number):
         if number == 0:  # holds the group's first commit while the other runs are handed in
-            return write_together(connection(), _note("first", slow=True))
+            return write_together(db, _note("first", slow=True))
         log = [{"level": "warning", "kind": "call_limit", "agent_id": "canvas", "message": f"entry {number}"}]
         run = {
             "agent_id": "canvas",
@@ -112,15 +123,15 @@ def test_runs_committed_together_are_inserted_by_one_statement_each_with_its_own
             "rounds": [],
             "log": log,
         }
-        run_id = run_store.save_run(connection(), run)["id"]
-        stored = run_store.get_run(connection(), run_id)
-        entries = select_value(connection(), "SELECT message FROM log WHERE run_id = :id", {"id": run_id})
+        run_id = run_store.save_run(db, run)["id"]
+        stored = run_store.get_run(db, run_id)
+        entries = select_value(db, "SELECT message FROM log WHERE run_id = :id", {"id": run_id})
         return stored["message"], entries
 
     engine = engine_for(database)
     event.listen(engine, "before_cursor_execute", count)
     try:
-        saved = all_at_once(save, range(THREADS))
+        saved = as_requests(database, save, range(THREADS))
     finally:
         event.remove(engine, "before_cursor_execute", count)
 
@@ -134,15 +145,15 @@ def _rejected(tool, reason):
     return {"name": tool, "status": "rejected", "reason": reason}
 
 
-def test_runs_inserted_together_are_each_counted(database, connection):
+def test_runs_inserted_together_are_each_counted(database):
     """The counts the lists and charts read (kept by the database as rows arrive) count every run of a group
     inserted by one statement, several of one key among them, and every log entry."""
     agents, reasons = ("canvas", "ledger"), ("answered", "round_cap", "error")
     calls = [_rejected("search", "call_limit"), _rejected("search", "call_limit"), _rejected("fetch", "unknown_tool")]
 
-    def save(number):
+    def save(db, number):
         if number == 0:  # holds the group's first commit while the other runs are handed in
-            return write_together(connection(), _note("first", slow=True))
+            return write_together(db, _note("first", slow=True))
         run = {
             "agent_id": agents[number % 2],
             "message": f"request {number}",
@@ -151,9 +162,9 @@ def test_runs_inserted_together_are_each_counted(database, connection):
             "rounds": [{"calls": calls[: number % 4]}],
             "log": [{"level": "warning", "kind": "call_limit", "agent_id": agents[number % 2], "message": "limit"}],
         }
-        return run_store.save_run(connection(), run)["id"]
+        return run_store.save_run(db, run)["id"]
 
-    all_at_once(save, range(THREADS))
+    as_requests(database, save, range(THREADS))
 
     db = Database(database)
     try:
@@ -182,21 +193,18 @@ def test_runs_inserted_together_are_each_counted(database, connection):
     }
 
 
-def test_each_write_is_committed_before_its_request_goes_on(database, connection):
+def test_each_write_is_committed_before_its_request_goes_on(database, hand_in):
     """What a request reads back on another connection right after its write returns is there."""
 
     def write_then_read_elsewhere(number):
-        note_id = write_together(connection(), _note(f"note {number}", slow=number == 0))
-        reader = Database(database)
-        try:
-            return reader.value("SELECT text FROM notes WHERE id = :id", {"id": note_id})
-        finally:
-            reader.close()
+        note_id = hand_in(_note(f"note {number}", slow=number == 0))
+        with pooled_db(database) as reader:
+            return select_value(reader, "SELECT text FROM notes WHERE id = :id", {"id": note_id})
 
     assert all_at_once(write_then_read_elsewhere, range(THREADS)) == [f"note {number}" for number in range(THREADS)]
 
 
-def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database, connection):
+def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database, hand_in):
     db = Database(database)
     db.execute("INSERT INTO notes (text) VALUES ('taken')")
     db.close()
@@ -204,7 +212,7 @@ def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database, c
     def write(number):
         text = "taken" if number % 3 == 0 else f"note {number}"  # every third breaks the UNIQUE constraint
         try:
-            write_together(connection(), _note(text, slow=number == 1, first=f"before {number}"))
+            hand_in(_note(text, slow=number == 1, first=f"before {number}"))
         except Exception as error:  # noqa: BLE001 - which error each request got is the assertion
             return type(error).__name__
         return "committed"
@@ -233,7 +241,7 @@ class Stopped(BaseException):
     """What stops a request mid-write from outside (gevent kills a greenlet with such an exception)."""
 
 
-def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiting(database, connection):
+def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiting(database, hand_in):
 
     def stopping_write(db):
         time.sleep(0.05)  # the other requests hand in their writes meanwhile
@@ -241,7 +249,7 @@ def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiti
 
     def write(number):
         try:
-            write_together(connection(), stopping_write if number == 0 else _note(f"note {number}"))
+            hand_in(stopping_write if number == 0 else _note(f"note {number}"))
         except Stopped:
             return "stopped"
         except Exception as error:  # noqa: BLE001 - which error each request got is the assertion
@@ -260,3 +268,138 @@ def test_a_commit_stopped_midway_fails_every_write_it_held_and_leaves_none_waiti
     # The request that was stopped may have committed its own write in an earlier commit; no other write is stored
     # unless its request was told so.
     assert _stored_notes(database) - {f"note {outcomes.index('stopped')}"} == committed
+
+
+class _Checkouts:
+    """The most connections of the database's pool in use at once while the block runs."""
+
+    def __init__(self, database):
+        self.pool = engine_for(database).pool
+        self.lock = threading.Lock()
+        self.in_use = self.most = 0
+
+    def _out(self, *_):
+        with self.lock:
+            self.in_use += 1
+            self.most = max(self.most, self.in_use)
+
+    def _in(self, *_):
+        with self.lock:
+            self.in_use -= 1
+
+    def __enter__(self):
+        event.listen(self.pool, "checkout", self._out)
+        event.listen(self.pool, "checkin", self._in)
+        return self
+
+    def __exit__(self, *_):
+        event.remove(self.pool, "checkout", self._out)
+        event.remove(self.pool, "checkin", self._in)
+
+
+def _write_transactions(database):
+    begun = []
+    event.listen(engine_for(database), "begin", lambda connection: connection.info.get(WRITING) and begun.append(1))
+    return begun
+
+
+def test_more_writers_than_the_pool_has_connections_each_commit_once(database, engine):
+    """On PostgreSQL a process opens POOL_SIZE connections at most: 60 requests writing at once through a pool of
+    3, half of them holding a connection meanwhile and half handing their write in without one, all finish well
+    within the time a request waits for a connection, each write committed once."""
+    set_pool(database, 3, 20)
+
+    def write(number):
+        note = _note(f"note {number}", slow=number == 0)
+        if number % 2:
+            return write_together(database, note)
+        with pooled_db(database) as db:
+            return write_together(db, note)
+
+    started = time.monotonic()
+    with _Checkouts(database) as checkouts:
+        ids = all_at_once(write, range(60), timeout=60)
+
+    assert time.monotonic() - started < 20
+    assert len(set(ids)) == 60
+    db = Database(database)
+    try:
+        copies = {
+            row["text"]: row["copies"] for row in db.query("SELECT text, count(*) AS copies FROM notes GROUP BY text")
+        }
+        assert copies == {f"note {number}": 1 for number in range(60)}
+    finally:
+        db.close()
+    if engine == "postgresql":
+        assert checkouts.most == 3
+
+
+def test_writes_handed_in_without_a_connection_are_committed_together_beyond_the_pool_size(database, engine):
+    """A request that hands its write in by the database's URL holds no connection while it waits for the commit:
+    the group is not bounded by the pool (on PostgreSQL, 2 connections here), and the 24 writes take fewer commits
+    than groups of 2 would."""
+    set_pool(database, 2, 20)
+    commits = _write_transactions(database)
+
+    with _Checkouts(database) as checkouts:
+        ids = all_at_once(lambda number: write_together(database, _note(f"note {number}", slow=number == 0)), range(24))
+
+    assert len(set(ids)) == 24
+    assert _stored_notes(database) == {f"note {number}" for number in range(24)}
+    assert len(commits) < 24 // 2, f"{len(commits)} commits"  # holding a connection each: 12 or more
+    if engine == "postgresql":
+        assert checkouts.most <= 2
+
+
+def test_a_request_holding_a_connection_never_waits_for_one_taking_a_connection(database):
+    """Two requests hold the pool's two connections; a third hands its write in without one and waits for the pool
+    to commit it. The two then hand in their writes: they commit on their own connections (the third's write with
+    theirs) instead of waiting for the third, which waits for their connections: all three are committed at once,
+    not when the wait for the pool runs out (20 s)."""
+    set_pool(database, 2, 20)
+    holding = threading.Barrier(3)
+
+    def write(number):
+        if number == 2:
+            holding.wait(timeout=10)
+            return write_together(database, _note("without a connection"))
+        with pooled_db(database) as db:
+            holding.wait(timeout=10)
+            time.sleep(0.3)  # the third is waiting for the pool meanwhile
+            return write_together(db, _note(f"holding {number}"))
+
+    started = time.monotonic()
+    all_at_once(write, range(3), timeout=60)
+
+    assert time.monotonic() - started < 10
+    assert _stored_notes(database) == {"holding 0", "holding 1", "without a connection"}
+
+
+def test_writes_handed_in_without_a_connection_fail_busy_when_none_comes_in_time_and_the_next_commits(database, engine):
+    """The pool's one connection is held past the wait (0.2 s): on PostgreSQL the writes handed in without a
+    connection meanwhile fail with the pool's DatabaseBusy and none is stored; once the connection is back the next
+    write commits. SQLite's pool has no cap: they are committed."""
+    set_pool(database, 1, 0.2)
+    held = open_db(database)
+    try:
+        outcomes = all_at_once(
+            lambda number: _outcome(lambda: write_together(database, _note(f"note {number}"))), range(5)
+        )
+    finally:
+        held.close()
+    write_together(database, _note("later"))
+
+    if engine == "postgresql":
+        assert outcomes == ["DatabaseBusy"] * 5
+        assert _stored_notes(database) == {"later"}
+    else:
+        assert outcomes == ["committed"] * 5
+        assert _stored_notes(database) == {"later"} | {f"note {number}" for number in range(5)}
+
+
+def _outcome(write):
+    try:
+        write()
+    except Exception as error:  # noqa: BLE001 - which error each request got is the assertion
+        return type(error).__name__
+    return "committed"
