@@ -6,8 +6,9 @@ option models, httpx2's request and response objects and its header handling are
 proxied request. What the SDK did that matters is done here the same way: the connection's key and headers, its
 retries (408, 409, 429, 5xx and failed connections, the SDK's back-off, Retry-After honoured up to two minutes and
 `x-should-retry` obeyed), the total deadline of engine.deadline, and every failure told in the words ChatModel
-uses (ChatModel.asking). A streamed answer's server-sent events are read as the SDK reads them. The loop, the
-scripted model and the model pages keep the SDK (engine.providers).
+uses (ChatModel.asking_without_sdk). A streamed answer's server-sent events are read as the SDK reads them. The
+loop, the scripted model and the model pages keep the SDK (engine.providers); a process that only proxies never
+imports it.
 """
 
 import json
@@ -39,7 +40,7 @@ def post(model, body):
     """The answer to a chat-completions body, as the JSON the server sent (its text when it is not JSON and the
     server did not say it is); ProviderError as ChatModel.post."""
     data = json.dumps(body).encode()
-    with model.asking() as budget:
+    with model.asking_without_sdk() as budget:
         response, content = _send(model, budget, data, stream=False)
     text = content.decode("utf-8", "replace")
     try:
@@ -54,7 +55,7 @@ def stream(model, body):
     """The same request streamed: each chunk as JSON while the server writes them (ProviderError as `post`); a
     server that answers with one whole completion yields that completion."""
     data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
-    with model.asking() as budget:
+    with model.asking_without_sdk() as budget:
         response, _ = _send(model, budget, data.encode(), stream=True)
         try:
             with _told(model, budget):
