@@ -31,6 +31,7 @@ from ..deadline import (
 )
 from ..http_transport import CHUNK_BYTES
 from ..providers import error_answer_text
+from ..redaction import redact
 
 EVENT_STREAM = "text/event-stream"
 STREAM_ERROR = "An error occurred during streaming"  # the SDK's words for an error event without a message
@@ -52,20 +53,22 @@ def post(model, body):
 
 
 def stream(model, body):
-    """The same request streamed: each chunk as JSON while the server writes them (ProviderError as `post`); a
-    server that answers with one whole completion yields that completion."""
+    """The same request streamed: each chunk as JSON while the server writes them, the connection's key redacted
+    (ProviderError as `post`); a server that answers with one whole completion yields that completion."""
     data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
     with model.asking_without_sdk() as budget:
         response, _ = _send(model, budget, data.encode(), stream=True)
         try:
             with _told(model, budget):
                 if EVENT_STREAM not in response.headers.get("content-type", ""):
-                    yield _parsed(model, b"".join(_read(budget, response)))
+                    yield redact(_parsed(model, b"".join(_read(budget, response))), model.secret)
                     return
                 for data in _event_data(_read(budget, response)):
                     if data.startswith("[DONE]"):
                         return
                     chunk = _parsed(model, data)
+                    if _may_hold(data, model.secret):
+                        chunk = redact(chunk, model.secret)
                     if isinstance(chunk, dict) and chunk.get("error"):
                         error = chunk["error"]
                         message = error.get("message") if isinstance(error, dict) else None
@@ -73,6 +76,13 @@ def stream(model, body):
                     yield chunk
         finally:
             _close(response)
+
+
+def _may_hold(data, secret):
+    """Whether the JSON text `data` can hold `secret` in one of its strings: only when the text holds it as it is,
+    or writes a character as an escape (\\u0073 for s). A chunk that cannot is not walked through for redaction: most
+    of a stream's chunks are a few words of text."""
+    return bool(secret) and (secret in data or "\\" in data)
 
 
 def _parsed(model, data):
