@@ -82,16 +82,13 @@ def _event_bytes(event, data, named):
 
 class TextTemplate:
     """The events of one stream that differ only by their text (Chat Completions' chunks of text deltas): `event`,
-    with TEXT as its last string, written as a server-sent event once, each text then written into its place. The
-    bytes are those server_sent_events writes for the event with the text in it; building and serializing the whole
-    event again for every few words was most of what a streamed chunk cost the proxy."""
+    with TEXT as its last string, written as a server-sent event once, each text then written into its place: the
+    bytes server_sent_events writes for the event with the text in it, without building and serializing the whole
+    event again for every few words."""
 
-    def __init__(self, event, named=False):
-        written = _event_bytes(event, json.dumps(event, ensure_ascii=False), named)
-        before, found, after = written.rpartition(json.dumps(TEXT).encode())
-        if not found:
-            raise ValueError("the event holds no TEXT")
-        self.before, self.after = before, after
+    def __init__(self, event):
+        written = _event_bytes(event, json.dumps(event, ensure_ascii=False), named=False)
+        self.before, _, self.after = written.rpartition(json.dumps(TEXT).encode())
 
     def written(self, text):
         return b"%s%s%s" % (self.before, json.dumps(text, ensure_ascii=False).encode(), self.after)
