@@ -6,11 +6,11 @@ The model server is tests/async_model_server.py in a process of its own (asyncio
 at once). The clients are httpx2's async client in this process: each request on a connection of its own, closed
 after the answer; then the same with clients that keep their connections open, as SDK clients do. Measured beside
 the bursts: `GET /agents` opened every 200 ms on a fresh connection from a process of its own during the largest
-burst (p95), the server's CPU time
-over the requests it served (user + system of its processes, from /proc), its peak memory (resident set, the sum
-of its processes), a streamed answer of 40 chunks over 2 s (its first and last text and the end of the response,
-p50), 50 at once and then one at a time, and one request at a time against a model that answers at once (the
-latency the proxy adds).
+burst (p95), the server's CPU time over the requests it served (user + system of its processes, from /proc), its
+peak memory (two ways: the sum of its processes' resident high-water marks, and the peak of the sum of their
+proportional set sizes sampled throughout, which counts a page shared between processes once), a streamed answer of
+40 chunks over 2 s (its first and last text and the end of the response, p50), 50 at once and then one at a time,
+and one request at a time against a model that answers at once (the latency the proxy adds).
 
 Beside Toolgate, for the CPU per request, the streams and one request at a time: bench.proxy_floor served the same
 way (Flask, JSON forwarded through a urllib3 pool, one SQLite row; nothing of Toolgate's), the floor of this stack
@@ -75,6 +75,7 @@ ON_POSTGRESQL = ("make-run-postgresql", "two-replicas-nginx")
 KILLED_DURING = 300
 KILL_AFTER = 0.5  # seconds into the burst, while the model (1.0 s) still holds every request
 TICK = os.sysconf("SC_CLK_TCK")
+PSS_EVERY = 0.1  # seconds between two samples of the servers' proportional set size
 
 
 def _body(model, stream=False):
@@ -109,6 +110,44 @@ def resident_mb(*pids, field="VmHWM"):
         with open(f"/proc/{process}/status") as file:
             total += next(int(line.split()[1]) for line in file if line.startswith(f"{field}:"))
     return total / 1024
+
+
+def proportional_mb(*pids):
+    """The proportional set size of the servers' processes now, in MB: a page shared by n processes (the libraries,
+    what a worker shares with the process it was forked from) counts 1/n in each, so their sum counts it once."""
+    total = 0
+    for process in (found for pid in pids for found in _processes(pid)):
+        with open(f"/proc/{process}/smaps_rollup") as file:
+            total += next(int(line.split()[1]) for line in file if line.startswith("Pss:"))
+    return total / 1024
+
+
+class PeakPss:
+    """The peak of each server's PSS (proportional_mb), sampled every PSS_EVERY s in a thread of its own while the
+    block runs: `peaks` is {name: MB} of `servers` ({name: pids})."""
+
+    def __init__(self, servers):
+        self.servers = servers
+        self.peaks = dict.fromkeys(servers, 0.0)
+        self.stop = threading.Event()
+        self.sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self.stop.is_set():
+            for name, pids in self.servers.items():
+                try:
+                    self.peaks[name] = max(self.peaks[name], proportional_mb(*pids))
+                except (FileNotFoundError, ProcessLookupError):  # a process ended between two reads
+                    pass
+            self.stop.wait(PSS_EVERY)
+
+    def __enter__(self):
+        self.sampler.start()
+        return self
+
+    def __exit__(self, *exception):
+        self.stop.set()
+        self.sampler.join()
 
 
 async def _ask(client, url, body, headers=None):
@@ -291,14 +330,18 @@ class ServedPeers:
         """{URL: headers}, for one_at_a_time."""
         return {url: headers for _, url, headers, _ in self._each()}
 
-    def finish(self, alone, streams_alone):
+    def pids(self):
+        """{name: [pid]}, for PeakPss."""
+        return {name: [pid] for name, _, _, pid in self._each()}
+
+    def finish(self, alone, streams_alone, pss_peaks):
         """The peers' figures, with their latencies one at a time (from `alone` and `streams_alone`) and their peak
-        memory."""
+        memory (resident, and the peak of PSS from `pss_peaks`)."""
         for name, url, _, pid in self._each():
             figures = self.figures[name]
             figures["alone"] = alone[url]
             figures["streams_alone"] = streams_alone[url]
-            figures["memory"] = (figures.pop("at_start"), resident_mb(pid))
+            figures["memory"] = (figures.pop("at_start"), resident_mb(pid), pss_peaks[name])
         return self.figures
 
     def stop(self):
@@ -376,49 +419,50 @@ def _measure(app, floor, others, upstream_url, sizes):
     direct = f"{upstream_url}/v1/chat/completions"
     at_start = resident_mb(*app.app_pids, field="VmRSS")
     others.ready()
-    for _ in range(WARM_UP_BURSTS):  # each worker process imports the SDK and builds its client once
-        for url, headers in ((proxy, app.headers), (floor_url, None)):
-            asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant", headers=headers))
-        others.warm_up()
-    pairs = {}
-    for size in sizes:
-        alone = asyncio.run(burst(direct, size, keep_alive=False))
-        if size == max(sizes):
-            through, pages, page_failures = burst_with_pages(app, proxy, size)
-        else:
-            through = asyncio.run(burst(proxy, size, keep_alive=False, headers=app.headers))
-        pairs[f"N = {size}"] = (alone, through)
-        others.send_burst(f"N = {size}", size, keep_alive=False)
-    pairs[f"N = {KEEP_ALIVE_SIZE}, keep-alive"] = tuple(
-        asyncio.run(burst(url, KEEP_ALIVE_SIZE, keep_alive=True, headers=headers))
-        for url, headers in ((direct, None), (proxy, app.headers))
-    )
-    others.send_burst(f"N = {KEEP_ALIVE_SIZE}, keep-alive", KEEP_ALIVE_SIZE, keep_alive=True)
-    smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
-    cpu_ms = (
-        _cpu_per_request({"floor": [floor.process.pid]}, floor_url, smaller)["floor"],
-        _cpu_per_request({"the app": app.app_pids, **app.beside}, proxy, smaller, app.headers),
-    )
-    others.measure_cpu(smaller)
-    streams = tuple(
-        asyncio.run(streamed(url, headers=headers))
-        for url, headers in ((direct, None), (floor_url, None), (proxy, app.headers))
-    )
-    others.send_streams()
-    headers = {**others.headers(), proxy: app.headers}
-    urls = [direct, floor_url, *headers]
-    alone = asyncio.run(one_at_a_time(urls, headers=headers))
-    streams_alone = asyncio.run(streams_one_at_a_time(urls, headers=headers))
+    with PeakPss({"Toolgate": app.app_pids, **others.pids()}) as pss:
+        for _ in range(WARM_UP_BURSTS):  # each worker process builds its connection's pool once
+            for url, headers in ((proxy, app.headers), (floor_url, None)):
+                asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant", headers=headers))
+            others.warm_up()
+        pairs = {}
+        for size in sizes:
+            alone = asyncio.run(burst(direct, size, keep_alive=False))
+            if size == max(sizes):
+                through, pages, page_failures = burst_with_pages(app, proxy, size)
+            else:
+                through = asyncio.run(burst(proxy, size, keep_alive=False, headers=app.headers))
+            pairs[f"N = {size}"] = (alone, through)
+            others.send_burst(f"N = {size}", size, keep_alive=False)
+        pairs[f"N = {KEEP_ALIVE_SIZE}, keep-alive"] = tuple(
+            asyncio.run(burst(url, KEEP_ALIVE_SIZE, keep_alive=True, headers=headers))
+            for url, headers in ((direct, None), (proxy, app.headers))
+        )
+        others.send_burst(f"N = {KEEP_ALIVE_SIZE}, keep-alive", KEEP_ALIVE_SIZE, keep_alive=True)
+        smaller = [size for size in sizes if size != max(sizes)] or list(sizes)
+        cpu_ms = (
+            _cpu_per_request({"floor": [floor.process.pid]}, floor_url, smaller)["floor"],
+            _cpu_per_request({"the app": app.app_pids, **app.beside}, proxy, smaller, app.headers),
+        )
+        others.measure_cpu(smaller)
+        streams = tuple(
+            asyncio.run(streamed(url, headers=headers))
+            for url, headers in ((direct, None), (floor_url, None), (proxy, app.headers))
+        )
+        others.send_streams()
+        headers = {**others.headers(), proxy: app.headers}
+        urls = [direct, floor_url, *headers]
+        alone = asyncio.run(one_at_a_time(urls, headers=headers))
+        streams_alone = asyncio.run(streams_one_at_a_time(urls, headers=headers))
     return {
         "pairs": pairs,
         "pages": (pages, page_failures, max(sizes)),
         "cpu_ms": cpu_ms,
         "cpu_sizes": smaller,
-        "memory": (at_start, resident_mb(*app.app_pids)),
+        "memory": (at_start, resident_mb(*app.app_pids), pss.peaks["Toolgate"]),
         "streams": streams,
         "alone": (alone[direct], alone[floor_url], alone[proxy]),
         "streams_alone": (streams_alone[direct], streams_alone[floor_url], streams_alone[proxy]),
-        "peers": others.finish(alone, streams_alone),
+        "peers": others.finish(alone, streams_alone, pss.peaks),
     }
 
 
@@ -540,11 +584,17 @@ def _print_costs(figures):
     if others:
         beside = ", ".join(f"{name} {other['cpu_ms']:.2f} ms" for name, other in others.items())
         print(f"    CPU per request through the peers, the same bursts measured the same way: {beside}")
-    at_start, peak = figures["memory"]
-    print(f"    memory: {peak:.0f} MB at the peak, {at_start:.0f} MB at start (resident, all its processes)")
+    at_start, peak, pss = figures["memory"]
+    print(
+        f"    memory: {peak:.0f} MB at the peak, {at_start:.0f} MB at start (resident, all its processes); "
+        f"{pss:.0f} MB at the peak of their PSS summed"
+    )
     for name, other in others.items():
-        at_start, peak = other["memory"]
-        print(f"    memory of {name}: {peak:.0f} MB at the peak, {at_start:.0f} MB at start")
+        at_start, peak, pss = other["memory"]
+        print(
+            f"    memory of {name}: {peak:.0f} MB at the peak, {at_start:.0f} MB at start; {pss:.0f} MB at the peak of "
+            "its PSS"
+        )
 
 
 def _stream_rows(prefix, streams, peer_streams):

@@ -10,7 +10,9 @@ Each process keeps one openai client per connection, shared by every run and thr
 keeps connections open from run to run; it is rebuilt when the connection (or its key) changes. The body goes out
 as plain JSON through `client.post`, the SDK's documented way to send a request as it is: it keeps the SDK's
 auth, retries, errors and response type, and skips the typed transform `chat.completions.create` runs over the
-whole transcript on every request. `openai` and `httpx2` are imported only once a model is needed.
+whole transcript on every request. `openai` and `httpx2` are imported only once a model is needed, and the SDK's
+client of a connection only once something asks through the SDK: the policy proxy sends through the connection's
+pool without it (engine.proxy.forward), so a process that only proxies never imports `openai` (27 MB a process).
 """
 
 import json
@@ -96,13 +98,15 @@ class Endpoint:
 
 class ChatModel:
     """One run's view of a shared client: the model name, the agent's request settings, the connection's extra
-    body, the request deadline, and the key to redact from whatever comes back. `endpoint`: the connection's
-    Endpoint, for a connection that sends through its own pool (not the scripted model, nor a test's transport)."""
+    body, the request deadline, and the key to redact from whatever comes back. `client`: the SDK's client, or the
+    connection's SharedClient, which builds it the first time the SDK is asked. `endpoint`: the connection's
+    Endpoint, for a connection that sends through its own pool (not the scripted model, nor a test's transport).
+    `keyless`: a connection that sends no key (the SDK is told to send no Authorization header)."""
 
     def __init__(
-        self, client, model, settings=None, *, extra_body=None, timeout=None, headers=None, secret=None, endpoint=None
+        self, client, model, settings=None, *, extra_body=None, timeout=None, keyless=False, secret=None, endpoint=None
     ):
-        self.client = client
+        self._client = client
         self.endpoint = endpoint
         self.model = model
         self.settings = settings or RequestSettings()
@@ -110,7 +114,19 @@ class ChatModel:
         self.timeout = timeout
         self.extra_body = dict(extra_body or {})
         self._constant_fields = {**self.settings.sampling(), **self.extra_body}
-        self._options = {"security": {"bearer_auth": True}, "headers": headers or {}}
+        self.keyless = keyless
+
+    @property
+    def client(self):
+        if isinstance(self._client, SharedClient):
+            self._client = self._client()
+        return self._client
+
+    @property
+    def _options(self):
+        import openai
+
+        return {"security": {"bearer_auth": True}, "headers": {"Authorization": openai.omit} if self.keyless else {}}
 
     def request_body(self, messages, tools=None, parallel_tool_calls=None):
         """The chat-completions body: tools, tool_choice and parallel_tool_calls only when tools are offered."""
@@ -165,9 +181,26 @@ class ChatModel:
 
     @contextmanager
     def asking(self):
-        """The request's deadline, and what can go wrong with a request told in words (ProviderError)."""
+        """The request's deadline, and what can go wrong with a request through the SDK told in words
+        (ProviderError)."""
         import openai
 
+        with self.asking_without_sdk() as budget:
+            try:
+                yield budget
+            except openai.APITimeoutError:
+                raise self.timed_out(budget) from None
+            except openai.APIStatusError as error:
+                raise self.refused(error.status_code, _error_text(error.body, error.message), budget) from None
+            except openai.APIConnectionError as error:
+                raise self.unreachable(str(error.__cause__ or "") or str(error), budget) from None
+            except openai.OpenAIError as error:
+                raise self.unreadable(error) from None
+
+    @contextmanager
+    def asking_without_sdk(self):
+        """`asking` for a request sent without the SDK (engine.proxy.forward), which tells its own failures: the
+        deadline, and an answer that could not be read."""
         from .deadline import DeadlinePassed, request_budget
 
         with request_budget(self.timeout or DEFAULT_TIMEOUT) as budget:
@@ -175,13 +208,7 @@ class ChatModel:
                 yield budget
             except DeadlinePassed:
                 raise self.deadline_passed(budget) from None
-            except openai.APITimeoutError:
-                raise self.timed_out(budget) from None
-            except openai.APIStatusError as error:
-                raise self.refused(error.status_code, _error_text(error.body, error.message), budget) from None
-            except openai.APIConnectionError as error:
-                raise self.unreachable(str(error.__cause__ or "") or str(error), budget) from None
-            except (openai.OpenAIError, ValueError, TypeError) as error:
+            except (ValueError, TypeError) as error:
                 raise self.unreadable(error) from None
 
     # What went wrong with a request, in words: one wording whoever sent it (the SDK here, the policy proxy's own
@@ -347,41 +374,65 @@ def scripted_model(script, model="scripted", settings=None):
 
 
 _clients_lock = threading.Lock()
-_connection_clients = {}  # connection id -> (what the client was built from, the client)
+_connection_clients = {}  # connection id -> (what the client was built from, its SharedClient)
 
 
 def _no_key():
     return ""
 
 
+class SharedClient:
+    """A connection's transport (`network`), and called, its openai client sending through it, built the first
+    time it is asked for: the policy proxy sends through the transport alone."""
+
+    def __init__(self, connection, api_key, timeout, max_retries, transport):
+        self.network = transport or _network_transport(connection.get("base_url") or "")
+        self.arguments = {
+            "api_key": api_key or _no_key,
+            "base_url": connection.get("base_url") or None,
+            "timeout": timeout,
+            "max_retries": max_retries,
+            "default_headers": dict(connection.get("headers") or {}),
+        }
+        self.client = None
+
+    def __call__(self):
+        with _clients_lock:
+            if self.client is None:
+                import httpx2
+                import openai
+
+                from .deadline import DeadlineTransport
+
+                network = DeadlineTransport(self.network, self.arguments["max_retries"])
+                http_client = httpx2.Client(transport=network, follow_redirects=True)
+                self.client = openai.OpenAI(**self.arguments, http_client=http_client)
+                # A client replaced by an edited connection may still serve a run in flight: its pooled connections
+                # are closed once nothing holds it any more, instead of being left open for the garbage collector.
+                weakref.finalize(self.client, http_client.close)
+            return self.client
+
+
 def _connection_client(connection, api_key, timeout, max_retries, transport):
-    """(the connection's shared openai client, the transport it sends through)."""
+    """The connection's SharedClient, one a process, rebuilt when the connection (or its key) changes."""
     headers = dict(connection.get("headers") or {})
     built_from = (connection.get("base_url"), api_key, timeout, max_retries, json.dumps(headers), transport)
     with _clients_lock:
         cached = _connection_clients.get(connection.get("id"))
         if cached is not None and cached[0] == built_from:
             return cached[1]
-        import httpx2
-        import openai
+        shared = SharedClient(connection, api_key, timeout, max_retries, transport)
+        _connection_clients[connection.get("id")] = (built_from, shared)
+        return shared
 
-        from .deadline import DeadlineTransport
 
-        network = transport or _network_transport(connection.get("base_url") or "")
-        http_client = httpx2.Client(transport=DeadlineTransport(network, max_retries), follow_redirects=True)
-        client = openai.OpenAI(
-            api_key=api_key or _no_key,
-            base_url=connection.get("base_url") or None,
-            timeout=timeout,
-            max_retries=max_retries,
-            default_headers=headers,
-            http_client=http_client,
-        )
-        # A client replaced by an edited connection may still serve a run in flight: its pooled connections are
-        # closed once nothing holds it any more, instead of being left open for the garbage collector.
-        weakref.finalize(client, http_client.close)
-        _connection_clients[connection.get("id")] = (built_from, (client, network))
-        return client, network
+def _endpoint_url(connection, shared):
+    """The connection's chat-completions URL, where the SDK's client sends: its base URL read as the SDK reads it,
+    and for a connection that names none, the SDK's own choice (its environment variable, else OpenAI's)."""
+    import httpx2
+
+    base_url = httpx2.URL(connection["base_url"]) if connection.get("base_url") else shared().base_url
+    return f"{str(base_url).rstrip('/')}/chat/completions"
 
 
 def _network_transport(base_url):
@@ -417,14 +468,12 @@ def connection_model(connection, model="", environ=None, transport=None, setting
     chosen = model or connection.get("default_model") or ""
     if not chosen:
         raise ProviderError(f'No model is set for the provider "{label}" or the agent.')
-    import openai
-
-    client, network = _connection_client(connection, api_key, timeout, max_retries, transport)
+    shared = _connection_client(connection, api_key, timeout, max_retries, transport)
     endpoint = None
     if transport is None:
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         endpoint = Endpoint(
-            f"{str(client.base_url).rstrip('/')}/chat/completions",
+            _endpoint_url(connection, shared),
             {
                 "Accept": "application/json",
                 "Content-Type": "application/json",
@@ -432,15 +481,15 @@ def connection_model(connection, model="", environ=None, transport=None, setting
                 **(connection.get("headers") or {}),
             },
             max_retries,
-            network.pool,
+            shared.network.pool,
         )
     return ChatModel(
-        client,
+        shared,
         chosen,
         settings,
         extra_body=connection.get("extra_body"),
         timeout=timeout,
-        headers=None if api_key else {"Authorization": openai.omit},
+        keyless=not api_key,
         secret=api_key,
         endpoint=endpoint,
     )

@@ -9,7 +9,7 @@ that never refers back). The gate, the re-asks, the counts and the recording nev
 """
 
 from .request import CHAT_COMPLETIONS, read_request
-from .stream import Call, End, Failure, KeepAlive, Start, Text, server_sent_events
+from .stream import TEXT, Call, End, Failure, KeepAlive, Start, Text, TextEvent, TextTemplate, server_sent_events
 
 NAME = CHAT_COMPLETIONS
 
@@ -30,8 +30,9 @@ def kept(exchange, request):
 
 def completion_chunks(pieces, include_usage=False):
     """The `chat.completion.chunk`s of an answer: the role, each text delta, one per tool call, the finish reason;
-    then, when the client asked for it (stream_options.include_usage), one without choices that carries the usage."""
-    head = None
+    then, when the client asked for it (stream_options.include_usage), one without choices that carries the usage.
+    Each text delta is a TextEvent, in a chunk written once for the stream (engine.proxy.stream.TextTemplate)."""
+    head = texts = None
 
     def chunk(delta, finish_reason=None):
         return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
@@ -42,9 +43,10 @@ def completion_chunks(pieces, include_usage=False):
             head.update(piece.extra)
             if include_usage:
                 head["usage"] = None
+            texts = TextTemplate(chunk({"content": TEXT}))
             yield chunk({"role": "assistant", "content": ""})
         elif isinstance(piece, Text):
-            yield chunk({"content": piece.text})
+            yield TextEvent(texts, piece.text)
         elif isinstance(piece, Call):
             function = {"name": piece.name, "arguments": piece.arguments}
             yield chunk(

@@ -6,8 +6,9 @@ option models, httpx2's request and response objects and its header handling are
 proxied request. What the SDK did that matters is done here the same way: the connection's key and headers, its
 retries (408, 409, 429, 5xx and failed connections, the SDK's back-off, Retry-After honoured up to two minutes and
 `x-should-retry` obeyed), the total deadline of engine.deadline, and every failure told in the words ChatModel
-uses (ChatModel.asking). A streamed answer's server-sent events are read as the SDK reads them. The loop, the
-scripted model and the model pages keep the SDK (engine.providers).
+uses (ChatModel.asking_without_sdk). A streamed answer's server-sent events are read as the SDK reads them. The
+loop, the scripted model and the model pages keep the SDK (engine.providers); a process that only proxies never
+imports it.
 """
 
 import json
@@ -30,6 +31,7 @@ from ..deadline import (
 )
 from ..http_transport import CHUNK_BYTES
 from ..providers import error_answer_text
+from ..redaction import redact
 
 EVENT_STREAM = "text/event-stream"
 STREAM_ERROR = "An error occurred during streaming"  # the SDK's words for an error event without a message
@@ -39,7 +41,7 @@ def post(model, body):
     """The answer to a chat-completions body, as the JSON the server sent (its text when it is not JSON and the
     server did not say it is); ProviderError as ChatModel.post."""
     data = json.dumps(body).encode()
-    with model.asking() as budget:
+    with model.asking_without_sdk() as budget:
         response, content = _send(model, budget, data, stream=False)
     text = content.decode("utf-8", "replace")
     try:
@@ -51,20 +53,22 @@ def post(model, body):
 
 
 def stream(model, body):
-    """The same request streamed: each chunk as JSON while the server writes them (ProviderError as `post`); a
-    server that answers with one whole completion yields that completion."""
+    """The same request streamed: each chunk as JSON while the server writes them, the connection's key redacted
+    (ProviderError as `post`); a server that answers with one whole completion yields that completion."""
     data = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
-    with model.asking() as budget:
+    with model.asking_without_sdk() as budget:
         response, _ = _send(model, budget, data.encode(), stream=True)
         try:
             with _told(model, budget):
                 if EVENT_STREAM not in response.headers.get("content-type", ""):
-                    yield _parsed(model, b"".join(_read(budget, response)))
+                    yield redact(_parsed(model, b"".join(_read(budget, response))), model.secret)
                     return
                 for data in _event_data(_read(budget, response)):
                     if data.startswith("[DONE]"):
                         return
                     chunk = _parsed(model, data)
+                    if _may_hold(data, model.secret):
+                        chunk = redact(chunk, model.secret)
                     if isinstance(chunk, dict) and chunk.get("error"):
                         error = chunk["error"]
                         message = error.get("message") if isinstance(error, dict) else None
@@ -72,6 +76,13 @@ def stream(model, body):
                     yield chunk
         finally:
             _close(response)
+
+
+def _may_hold(data, secret):
+    """Whether the JSON text `data` can hold `secret` in one of its strings: only when the text holds it as it is,
+    or writes a character as an escape (\\u0073 for s). A chunk that cannot is not walked through for redaction: most
+    of a stream's chunks are a few words of text."""
+    return bool(secret) and (secret in data or "\\" in data)
 
 
 def _parsed(model, data):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from .core import UpstreamError
 
 PARAGRAPH = "\n\n"  # between the texts of two responses streamed to one client
+TEXT = "\x00text\x00"  # where the text goes in a TextTemplate's event
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,43 @@ def pieces_of(completion):
 
 
 def server_sent_events(events, named=False):
-    """Each event (a JSON-able dict) as a server-sent event; `named`: with its `type` as the event's name, as the
-    Responses and Messages APIs send them."""
+    """Each event (a JSON-able dict, or a TextEvent) as a server-sent event; `named`: with its `type` as the event's
+    name, as the Responses and Messages APIs send them."""
     for event in events:
         if isinstance(event, KeepAlive):
             yield b": keep-alive\n\n"
             continue
+        if isinstance(event, TextEvent):
+            yield event.template.written(event.text)
+            continue
         data = json.dumps(event, ensure_ascii=False)
-        yield (f"event: {event['type']}\ndata: {data}\n\n" if named else f"data: {data}\n\n").encode()
+        yield _event_bytes(event, data, named)
+
+
+def _event_bytes(event, data, named):
+    return (f"event: {event['type']}\ndata: {data}\n\n" if named else f"data: {data}\n\n").encode()
+
+
+class TextTemplate:
+    """The events of one stream that differ only by their text (Chat Completions' chunks of text deltas): `event`,
+    with TEXT as its last string, written as a server-sent event once, each text then written into its place: the
+    bytes server_sent_events writes for the event with the text in it, without building and serializing the whole
+    event again for every few words."""
+
+    def __init__(self, event):
+        written = _event_bytes(event, json.dumps(event, ensure_ascii=False), named=False)
+        self.before, _, self.after = written.rpartition(json.dumps(TEXT).encode())
+
+    def written(self, text):
+        return b"%s%s%s" % (self.before, json.dumps(text, ensure_ascii=False).encode(), self.after)
+
+
+@dataclass(frozen=True)
+class TextEvent:
+    """A text for the client in its stream's TextTemplate."""
+
+    template: TextTemplate
+    text: str
 
 
 @dataclass(frozen=True)

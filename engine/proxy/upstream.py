@@ -39,10 +39,12 @@ class Upstream:
 
     def stream(self, body):
         body = self.body(body)
-        chunks = self.model.stream(body) if self.model.endpoint is None else forward.stream(self.model, body)
+        if self.model.endpoint is None:
+            chunks = (redact(chunk, self.model.secret) for chunk in self.model.stream(body))
+        else:
+            chunks = forward.stream(self.model, body)  # which redacts the key from the chunks that can hold it
         try:
-            for chunk in chunks:
-                yield redact(chunk, self.model.secret)
+            yield from chunks
         except ProviderError as error:
             raise UpstreamError(error.status or 502, str(error)) from None
 

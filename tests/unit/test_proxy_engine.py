@@ -15,6 +15,7 @@ from engine.proxy.request import read_request
 from engine.proxy.stream import pieces_of
 from engine.proxy.turn import current_turn
 from tests.doubles import ModelDouble
+from tests.stream_support import as_read
 
 USER = {"role": "user", "content": "Go."}
 NOTE = {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}
@@ -246,7 +247,7 @@ def test_a_streamed_answer_is_its_role_text_calls_finish_and_usage_then_done():
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
     }
-    chunks = list(completion_chunks(pieces_of(completion), include_usage=True))
+    chunks = as_read(completion_chunks(pieces_of(completion), include_usage=True))
     deltas = [chunk["choices"][0]["delta"] for chunk in chunks[:-1]]
     assert deltas == [
         {"role": "assistant", "content": ""},

@@ -12,6 +12,7 @@ from engine.proxy import chat_completions, messages, responses
 from engine.proxy.core import ProxyExchange, UpstreamError
 from engine.proxy.request import read_request
 from engine.proxy.stream import Failure, LiveAnswer, Start, Text
+from tests.stream_support import as_read
 
 chunks = st.lists(st.text(min_size=1, max_size=12), max_size=6)
 failures = st.builds(Failure, st.sampled_from([429, 500, 502, 504]), st.text(min_size=1, max_size=40))
@@ -23,7 +24,7 @@ def pieces(texts, failure):
 
 @given(chunks, failures)
 def test_a_failed_chat_completions_stream_ends_with_the_error_after_every_delta(texts, failure):
-    events = list(chat_completions.completion_chunks(pieces(texts, failure)))
+    events = as_read(chat_completions.completion_chunks(pieces(texts, failure)))
     deltas = [event["choices"][0]["delta"].get("content") or "" for event in events[:-1]]
     assert "".join(deltas) == "".join(texts)
     assert events[-1]["error"]["message"] == failure.message
