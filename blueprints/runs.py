@@ -125,7 +125,8 @@ def _render_run_page(agent, form, run=None, status=200, form_errors=()):
 def released_database():
     """The database's URL, for a service that may wait on a model or a tool (services/runs.py): the request's
     connection is given back first, so that it holds none while it waits, as a proxied request does; a later get_db()
-    takes another."""
+    takes another. Call it once the request has read what it needs (run_options() reads the tool servers: the
+    request would take a connection again and hold it)."""
     close_db()
     return current_app.config["DATABASE_URL"]
 
