@@ -341,7 +341,9 @@ def run_agent_command(agent_id, message, overrides_text, as_json):
             raise BadInput("--overrides is nested too deeply; nothing was run.") from None
     try:
         run = traced(
-            run_service.execute_and_store_run(get_db(), agent_id, message, overrides, source="cli", **run_options())
+            run_service.execute_and_store_run(
+                current_app.config["DATABASE_URL"], agent_id, message, overrides, source="cli", **run_options()
+            )
         )
     except NotFound as error:
         raise BadInput(str(error)) from None

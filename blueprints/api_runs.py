@@ -13,6 +13,7 @@ one shape (blueprints.json_error): 400 for bad input (nothing is stored then), 4
 from flask import Blueprint, jsonify, request, url_for
 
 from blueprints import json_error, keyset_ids, run_page_url_pattern, whole_number
+from blueprints.runs import released_database
 from engine import STOP_REASONS
 from engine.types import RUNNING
 from services import runs as run_service
@@ -48,10 +49,10 @@ def create_run(agent_id):
     data, failure = _json_object(RUN_FIELDS)
     if failure:
         return failure
-    db = get_db()
+    options = run_options()  # the tool registry is read from the database too
     run = traced(
         run_service.execute_and_store_run(
-            db, agent_id, data.get("message"), data.get("overrides"), source="api", **run_options()
+            released_database(), agent_id, data.get("message"), data.get("overrides"), source="api", **options
         )
     )
     response = jsonify(run)
@@ -74,15 +75,18 @@ def decide(run_id):
         return failure
     if "decisions" not in data:
         return json_error(400, "is required (an object mapping each waiting call's id to its decision)", "decisions")
-    db = get_db()
     options = run_options()
     run = traced(
         run_service.decide_stored_run(
-            db, run_id, data["decisions"], registry=options["registry"], lease_seconds=options["lease_seconds"]
+            released_database(),
+            run_id,
+            data["decisions"],
+            registry=options["registry"],
+            lease_seconds=options["lease_seconds"],
         )
     )
     if run["state"] == RUNNING:
-        run = traced(run_service.continue_stored_run(db, run_id, **options))
+        run = traced(run_service.continue_stored_run(released_database(), run_id, **options))
     return jsonify(run)
 
 

@@ -13,7 +13,7 @@ import json
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
-from blueprints.runs import is_htmx, next_hop_for, render_run
+from blueprints.runs import is_htmx, next_hop_for, released_database, render_run
 from engine import ValidationError
 from engine.config import MAX_DEPTH
 from engine.types import AWAITING, INTERRUPTED, RUNNING
@@ -51,18 +51,17 @@ def step(run_id):
     Resume on a page that had lost the server (static/live_run.js), so a run found interrupted meanwhile (its server
     died in the middle of a step) is resumed, once the step that died no longer holds it."""
     run = _load(run_id)
-    db = get_db()
     options = run_options()
     resuming = request.values.get("resume") == "1"
     try:
         if resuming and run.get("state") == INTERRUPTED:
-            run_service.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
-        run = traced(run_service.step_stored_run(db, run_id, **options))
+            run_service.resume_stored_run(get_db(), run_id, lease_seconds=options["lease_seconds"])
+        run = traced(run_service.step_stored_run(released_database(), run_id, **options))
     except run_service.RunConflict:
-        run = run_store.get_run(db, run_id)  # held by another request, or not running any more
+        run = _load(run_id)  # held by another request, or not running any more
         return _live_update(run, "retry" if run.get("state") == RUNNING else None, resuming=resuming)
     except ValidationError as error:
-        return _live_update(run_store.get_run(db, run_id), notice=f"The run cannot go on: {error}")
+        return _live_update(_load(run_id), notice=f"The run cannot go on: {error}")
     return _live_update(run, next_hop_for(run))
 
 
@@ -88,25 +87,24 @@ def stop(run_id):
 def resume(run_id):
     """Go on with an interrupted run from its last round."""
     _load(run_id)
-    db = get_db()
     options = run_options()
     try:
-        run = run_service.resume_stored_run(db, run_id, lease_seconds=options["lease_seconds"])
+        run = run_service.resume_stored_run(get_db(), run_id, lease_seconds=options["lease_seconds"])
     except run_service.RunConflict as error:
         if is_htmx():
-            return _live_update(run_store.get_run(db, run_id), notice=str(error))
+            return _live_update(_load(run_id), notice=str(error))
         flash(str(error))
         return _to_the_run(run_id)
     if is_htmx():
         return _live_update(run, "step")
-    _continue(db, run_id, options)
+    _continue(run_id, options)
     return _to_the_run(run_id)
 
 
-def _continue(db, run_id, options):
+def _continue(run_id, options):
     """Without JavaScript, the request goes on with the run to its next stop (unless another request took it)."""
     try:
-        traced(run_service.continue_stored_run(db, run_id, **options))
+        traced(run_service.continue_stored_run(released_database(), run_id, **options))
     except run_service.RunConflict as error:
         flash(str(error))
 
@@ -140,14 +138,13 @@ def decide(run_id):
     """A reviewer's decision on one call that waits for approval; with the last one, the round runs and the run
     goes on."""
     _load(run_id)
-    db = get_db()
     options = run_options()
     edited = request.form.get("arguments") if request.form.get("decision") == "edit" else None
     try:
         call_id, decision = _posted_decision()
         run = traced(
             run_service.decide_stored_run(
-                db,
+                released_database(),
                 run_id,
                 {call_id: decision},
                 complete=False,
@@ -157,11 +154,11 @@ def decide(run_id):
         )
     except run_service.RunConflict as error:
         if is_htmx():
-            return _live_update(run_store.get_run(db, run_id), notice=str(error))
+            return _live_update(_load(run_id), notice=str(error))
         flash(str(error))
         return _to_the_run(run_id)
     except ValidationError as error:
-        run = run_store.get_run(db, run_id)
+        run = _load(run_id)
         call_id = request.form.get("call_id", "")
         context = {"decision_errors": {call_id: error.errors[error.field]}, "edits": {call_id: edited}}
         if call_id not in {call["id"] for call in (run.get("pending_round") or {}).get("calls", [])}:
@@ -172,6 +169,6 @@ def decide(run_id):
     if is_htmx():
         return _live_update(run, next_hop_for(run))
     if run.get("state") == RUNNING:
-        _continue(db, run_id, options)
+        _continue(run_id, options)
         return _to_the_run(run_id)
     return _to_the_run(run_id, f"run-{run_id}-pending" if run.get("state") == AWAITING else None)

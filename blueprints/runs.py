@@ -30,7 +30,7 @@ from store import NotFound, run_usage
 from store import agents as agent_store
 from store import cases as case_store
 from store import runs as run_store
-from store.db import get_db
+from store.db import close_db, get_db
 
 bp = Blueprint("runs", __name__)
 
@@ -122,6 +122,15 @@ def _render_run_page(agent, form, run=None, status=200, form_errors=()):
     return render_template("runs/run.html", run=run, **_run_form_context(agent, form, form_errors)), status
 
 
+def released_database():
+    """The database's URL, for a service that may wait on a model or a tool (services/runs.py): the request's
+    connection is given back first, so that it holds none while it waits, as a proxied request does; a later get_db()
+    takes another. Call it once the request has read what it needs (run_options() reads the tool servers: the
+    request would take a connection again and hold it)."""
+    close_db()
+    return current_app.config["DATABASE_URL"]
+
+
 def _repeated_run_id(db, agent_id):
     """The run that "Change and run again" started from (?from= on the form's address), if it is this agent's."""
     run_id = request.args.get("from", type=int)
@@ -196,7 +205,7 @@ def _start_or_execute(db, agent_id, message, overrides, repeated_from):
         return run_store.get_run(db, run_id)
     return traced(
         run_service.execute_and_store_run(
-            db, agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
+            released_database(), agent_id, message, overrides, source="page", repeated_from=repeated_from, **options
         )
     )
 
@@ -258,7 +267,8 @@ def run_again(run_id):
         flash("A proxied run cannot be run again here: its client ran its tool calls.", "error")
         return redirect(url_for("runs.show_run", run_id=run_id), 303)
     try:
-        run = traced(run_service.repeat_and_store_run(db, run_id, **run_options()))
+        options = run_options()
+        run = traced(run_service.repeat_and_store_run(released_database(), run_id, **options))
     except NotFound:
         flash(f'The agent "{previous["agent_id"]}" no longer exists, so this run cannot be repeated.', "error")
     except ValidationError as error:

@@ -6,14 +6,21 @@ two requests never step one run at once, whichever worker thread or process they
 held, or not running any more, and says so (RunConflict). `execute_and_store_run` is start, then step until the
 run ends or waits for approval; the live run page takes one step per request instead.
 
-The engine gets the agent and the provider connections from the store and the app's documents table (on the
-same connection). Bad input (an unknown agent, an empty message, a bad override, script or decision) raises
-before anything is stored. No Flask here: the caller passes the database and the options, so the CLI and the
-benchmarks use it outside a request.
+A service that may wait on a model or a tool (a step, decisions whose round runs, a whole run) takes the database's
+URL, not a connection, and holds none while it waits: each look-up and each write takes a connection of the pool
+for itself alone and gives it back, as the policy proxy does (services/proxy.py), and so does each read of the
+documents the run's tools make (store.documents.DocumentTable). On PostgreSQL the pool has a cap, and runs holding
+their connections while their models answer would leave every other request of the process waiting for one. The
+short services that never wait on the network (start, stop, resume) take the caller's connection.
+
+The engine gets the agent and the provider connections from the store and the app's documents table. Bad input (an
+unknown agent, an empty message, a bad override, script or decision) raises before anything is stored. No Flask
+here: the caller passes the database and the options, so the CLI and the benchmarks use it outside a request.
 """
 
 import secrets
 import time
+from contextlib import nullcontext
 
 import engine
 from engine.addresses import NOTHING_ALLOWED
@@ -28,7 +35,7 @@ from store import agents as agent_store
 from store import log as log_store
 from store import providers as provider_store
 from store import runs as run_store
-from store.db import write_transaction
+from store.db import pooled_db, write_transaction
 from store.documents import DocumentTable
 
 # How long past its model's timeout a step may take, and how long a run waits for its next step, before it
@@ -43,6 +50,16 @@ STOP_ATTEMPTS, STOP_PAUSE_SECONDS = 20, 0.05
 class RunConflict(Exception):
     """The run cannot do this now: it has ended, it does not wait for approval, it was interrupted, or another
     request is stepping it. The text is shown to people."""
+
+
+def _from_pool(database_url):
+    """A connection for each store call: one of the pool, given back as the call ends."""
+    return lambda: pooled_db(database_url)
+
+
+def _on(db):
+    """Every store call on the caller's connection."""
+    return lambda: nullcontext(db)
 
 
 def _providers(db):
@@ -95,25 +112,30 @@ def _stopped_if_asked(state):
     return next_state
 
 
-def _held(db, run_id, take_step, lease_seconds, hold=False):
+def _held(connect, run_id, take_step, lease_seconds, hold=False):
     """`take_step(stored run, engine state) -> next state` on a run the caller holds, stored; the run let go unless
-    `hold` (and it runs on), alive for `lease_seconds` more."""
+    `hold` (and it runs on), alive for `lease_seconds` more. `connect()` gives the connection of each store call
+    (_from_pool, _on): no connection is held by this function while `take_step` works."""
     try:
-        stored, loop = run_store.step_input(db, run_id)
+        with connect() as db:
+            stored, loop = run_store.step_input(db, run_id)
         state = _carried(stored, take_step(stored, _engine_state(stored, loop)))
     except BaseException:
-        run_store.let_go(db, run_id)
+        with connect() as db:
+            run_store.let_go(db, run_id)
         raise
     logged = len(stored.get("log") or [])
     lease_until = time.time() + lease_seconds
-    return run_store.save_step(db, run_id, _stopped_if_asked(state), lease_until, logged, hold=hold)
+    with connect() as db:
+        return run_store.save_step(db, run_id, _stopped_if_asked(state), lease_until, logged, hold=hold)
 
 
-def _advance(db, providers, options):
+def _advance(database_url, providers, options):
     def advance(stored, state):
         if stored["stop_requested"]:
             return engine.stop_run(state, registry=options.get("registry"))
-        return engine.advance_run(state, providers=providers, documents=DocumentTable(db), **options)
+        documents = DocumentTable(database_url)
+        return engine.advance_run(state, providers=providers, documents=documents, **options)
 
     return advance
 
@@ -147,31 +169,36 @@ def start_stored_run(
     return run_store.insert_started_run(db, run, state["loop"], time.time() + lease_seconds)
 
 
-def step_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS, **options):
+def _claim_step(database_url, run_id, lease_seconds):
+    """Hold the running run for a step; (the provider connections, how long a step holds it)."""
+    with pooled_db(database_url) as db:
+        providers = _providers(db)
+        step_lease = _step_lease(run_store.get_run(db, run_id), providers, lease_seconds)
+        _claim(db, run_id, "step", time.time() + step_lease)
+    return providers, step_lease
+
+
+def step_stored_run(database_url, run_id, *, lease_seconds=LEASE_SECONDS, **options):
     """One step of a running run: one model request and the round it brings, stored. A run whose Stop was pressed
     stops instead. `options` are engine.advance_run's (registry, environ, http_client, model). Raises NotFound,
     RunConflict, or ValidationError when the run can no longer go on (a tool it uses was removed, say). A provider
     failure is not an exception: the run ends with stop_reason "error"."""
-    providers = _providers(db)
-    _claim(db, run_id, "step", time.time() + _step_lease(run_store.get_run(db, run_id), providers, lease_seconds))
-    return _held(db, run_id, _advance(db, providers, options), lease_seconds)
+    providers, _ = _claim_step(database_url, run_id, lease_seconds)
+    return _held(_from_pool(database_url), run_id, _advance(database_url, providers, options), lease_seconds)
 
 
-def continue_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS, **options):
+def continue_stored_run(database_url, run_id, *, lease_seconds=LEASE_SECONDS, **options):
     """Step the run until it ends or waits for approval, holding it all along (no other request takes a step of
     it meanwhile); returns it. Raises as step_stored_run."""
-    providers = _providers(db)
-    run = run_store.get_run(db, run_id)
-    step_lease = _step_lease(run, providers, lease_seconds)
-    _claim(db, run_id, "step", time.time() + step_lease)
-    advance = _advance(db, providers, options)
+    providers, step_lease = _claim_step(database_url, run_id, lease_seconds)
+    advance = _advance(database_url, providers, options)
     while True:
-        run = _held(db, run_id, advance, step_lease, hold=True)
+        run = _held(_from_pool(database_url), run_id, advance, step_lease, hold=True)
         if run["state"] != RUNNING:
             return run
 
 
-def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, lease_seconds=LEASE_SECONDS):
+def decide_stored_run(database_url, run_id, decisions, *, complete=True, registry=None, lease_seconds=LEASE_SECONDS):
     """Record a reviewer's decisions on the run's waiting round ({call id: decision}, engine.approvals); with the
     last one the round runs. Each decision records when it was taken: now. Returns the run, waiting or running on.
     Raises NotFound, RunConflict (the run does not wait for approval) or ValidationError naming the call."""
@@ -180,12 +207,13 @@ def decide_stored_run(db, run_id, decisions, *, complete=True, registry=None, le
         now = time.time()
         if is_held(state["loop"]):  # a proxied response: its request, waiting, carries the decisions out
             return decide_held(state, decisions, complete=complete, now=now)
-        documents = DocumentTable(db)
+        documents = DocumentTable(database_url)
         return engine.decide_run(state, decisions, complete=complete, now=now, documents=documents, registry=registry)
 
-    _claim(db, run_id, "decide", time.time() + lease_seconds)
+    with pooled_db(database_url) as db:
+        _claim(db, run_id, "decide", time.time() + lease_seconds)
     try:
-        return _held(db, run_id, decide, lease_seconds)
+        return _held(_from_pool(database_url), run_id, decide, lease_seconds)
     except DecisionRefused as error:
         raise RunConflict(str(error)) from None
 
@@ -202,7 +230,7 @@ def stop_stored_run(db, run_id, *, registry=None, lease_seconds=LEASE_SECONDS):
         raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
     if not run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):
         return run_store.get_run(db, run_id)
-    return _held(db, run_id, lambda _stored, state: engine.stop_run(state, registry=registry), lease_seconds)
+    return _held(_on(db), run_id, lambda _stored, state: engine.stop_run(state, registry=registry), lease_seconds)
 
 
 def _stop_held(db, run_id, lease_seconds):
@@ -212,7 +240,7 @@ def _stop_held(db, run_id, lease_seconds):
     instant: Stop waits for it; a request that is carrying the decisions out holds it until the run ends."""
     for _attempt in range(STOP_ATTEMPTS):
         if run_store.claim_run(db, run_id, "stop", time.time() + lease_seconds):
-            return _held(db, run_id, lambda _stored, state: stop_held(state), lease_seconds)
+            return _held(_on(db), run_id, lambda _stored, state: stop_held(state), lease_seconds)
         time.sleep(STOP_PAUSE_SECONDS)
     raise RunConflict(_why_not(run_store.get_run(db, run_id), "stop"))
 
@@ -225,7 +253,7 @@ def resume_stored_run(db, run_id, *, lease_seconds=LEASE_SECONDS):
 
 
 def execute_and_store_run(
-    db,
+    database_url,
     agent_id,
     message,
     overrides=None,
@@ -239,25 +267,27 @@ def execute_and_store_run(
     """Run the stored agent on `message` with `overrides` until it ends or waits for approval, storing it as it
     goes; returns the run with its `id`. Raises as start_stored_run; a provider failure is a stored run with
     stop_reason "error". `options` are step_stored_run's."""
-    run_id = start_stored_run(
-        db,
-        agent_id,
-        message,
-        overrides,
-        source=source,
-        registry=registry,
-        repeated_from=repeated_from,
-        lease_seconds=lease_seconds,
-    )
-    return continue_stored_run(db, run_id, registry=registry, lease_seconds=lease_seconds, **options)
+    with pooled_db(database_url) as db:
+        run_id = start_stored_run(
+            db,
+            agent_id,
+            message,
+            overrides,
+            source=source,
+            registry=registry,
+            repeated_from=repeated_from,
+            lease_seconds=lease_seconds,
+        )
+    return continue_stored_run(database_url, run_id, registry=registry, lease_seconds=lease_seconds, **options)
 
 
-def repeat_and_store_run(db, run_id, **options):
+def repeat_and_store_run(database_url, run_id, **options):
     """Run again with a stored run's message and overrides, against the agent as it is stored now (from the run's
     page)."""
-    previous = run_store.get_run(db, run_id)
+    with pooled_db(database_url) as db:
+        previous = run_store.get_run(db, run_id)
     return execute_and_store_run(
-        db,
+        database_url,
         previous["agent_id"],
         previous["message"],
         previous["overrides"],

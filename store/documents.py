@@ -1,13 +1,14 @@
 """Documents: the knowledge base the documents tools read. Rows live in `documents`; the engine's own full-text
 index keeps in step (store/search.py). `DocumentTable` is the engine's DocumentStore over that table, on the caller's
-connection."""
+connection or on connections of the pool."""
 
 import re
+from contextlib import nullcontext
 
 from engine.config import LABEL_MAX, check_text
 
 from . import ValidationError, execute, get_row, insert_row, now, row_exists, select_rows, update_row
-from .db import write_transaction
+from .db import pooled_db, write_transaction
 from .search import search_documents
 
 DOCUMENT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,127}$")
@@ -99,18 +100,26 @@ def import_documents(db, documents, replace=False):
 
 
 class DocumentTable:
-    """The engine's DocumentStore (engine.tools.documents) over the app's documents table: the run reads the
-    documents through the connection of the request that runs it, and sees every committed change."""
+    """The engine's DocumentStore (engine.tools.documents) over the app's documents table: the run sees every
+    committed change. `database` is a connection, every read made on it, or the database's URL: each read then takes
+    a connection of the pool and gives it back at once, so that a run that reads documents holds none while its model
+    answers or its other tools run (services/runs.py)."""
 
-    def __init__(self, db):
-        self.db = db
+    def __init__(self, database):
+        self.database = database
+
+    def _connection(self):
+        return pooled_db(self.database) if isinstance(self.database, str) else nullcontext(self.database)
 
     def list_documents(self):
-        return select_rows(self.db, "SELECT id, title FROM documents ORDER BY title, id")
+        with self._connection() as db:
+            return select_rows(db, "SELECT id, title FROM documents ORDER BY title, id")
 
     def get(self, doc_id):
-        rows = select_rows(self.db, "SELECT id, title, body FROM documents WHERE id = :id", {"id": doc_id})
+        with self._connection() as db:
+            rows = select_rows(db, "SELECT id, title, body FROM documents WHERE id = :id", {"id": doc_id})
         return rows[0] if rows else None
 
     def search(self, query, limit=3):
-        return search_documents(self.db, query, limit)
+        with self._connection() as db:
+            return search_documents(db, query, limit)

@@ -9,11 +9,11 @@ from store import agents as agent_store
 from store import cases as case_store
 
 
-def test_the_reviewed_canvas_demo_waits_for_a_decision_on_each_edit_before_anything_of_the_response_runs(database):
+def test_the_reviewed_canvas_demo_waits_for_a_decision_on_each_edit_before_anything_of_the_response_runs(app, database):
     load_demo(database, default_registry().names())
 
     run = run_service.execute_and_store_run(
-        database, "canvas_reviewed", "Build a landing page with a hero.", source="cli"
+        app.config["DATABASE_URL"], "canvas_reviewed", "Build a landing page with a hero.", source="cli"
     )
 
     assert run["state"] == "awaiting_approval" and len(run["rounds"]) == 1

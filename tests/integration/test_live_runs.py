@@ -131,7 +131,7 @@ def test_the_permanent_page_of_a_running_run_takes_its_next_step_when_nobody_els
     assert api_run(client, run_id)["stop_reason"] == "answered"
 
 
-def test_a_step_while_another_request_holds_the_run_takes_none_and_asks_again_later(client, bundles, database):
+def test_a_step_while_another_request_holds_the_run_takes_none_and_asks_again_later(app, client, bundles, database):
     run_id, _html = start_live(client)
     assert run_store.claim_run(database, run_id, "step", time.time() + 60)  # another request is stepping it
 
@@ -141,7 +141,7 @@ def test_a_step_while_another_request_holds_the_run_takes_none_and_asks_again_la
     assert f'hx-post="/runs/{run_id}/step" hx-trigger="load delay:1s"' in next_hop(html_of(response), run_id)
     assert api_run(client, run_id)["rounds"] == []
     with pytest.raises(run_service.RunConflict, match="Another request is taking this run's next step"):
-        run_service.step_stored_run(database, run_id)
+        run_service.step_stored_run(app.config["DATABASE_URL"], run_id)
 
 
 def test_a_step_on_a_run_that_has_ended_says_so_and_asks_for_nothing(client, bundles):
@@ -178,8 +178,6 @@ class StopWhileAnswering:
         self.database_path, self.run_id = database_path, run_id
 
     def complete(self, messages, tools=None, parallel_tool_calls=None):
-        from tests.database import Database
-
         other = Database(self.database_path)
         try:
             still_running = run_service.stop_stored_run(other, self.run_id)
@@ -194,7 +192,8 @@ def test_stop_during_a_step_ends_the_run_as_that_step_ends_with_every_call_answe
     client.put("/api/agents/types", json={"label": "Types", "tools": {"list_entity_types": {}}})
     run_id, _html = start_live(client, "types", "Which entity types are there?")
 
-    run = run_service.step_stored_run(database, run_id, model=StopWhileAnswering(app.config["DATABASE_URL"], run_id))
+    url = app.config["DATABASE_URL"]
+    run = run_service.step_stored_run(url, run_id, model=StopWhileAnswering(url, run_id))
 
     assert (run["state"], run["stop_reason"]) == ("finished", "stopped")
     assert [call["status"] for call in run["rounds"][0]["calls"]] == ["executed"]
@@ -307,7 +306,7 @@ def test_a_step_holds_its_run_for_its_models_timeout_plus_the_lease_so_a_slow_st
         agent_store.save_agent(database, {"id": "waits", "label": "Waits", "provider": "slow", "model": "m"}, [])
         run_id = run_service.start_stored_run(database, "waits", "Hi", source="api", lease_seconds=1)
         stepping = threading.Thread(
-            target=lambda: run_service.step_stored_run(Database(app.config["DATABASE_URL"]), run_id, lease_seconds=1)
+            target=lambda: run_service.step_stored_run(app.config["DATABASE_URL"], run_id, lease_seconds=1)
         )
         stepping.start()
         try:

@@ -4,7 +4,7 @@ import pytest
 
 from store import NotFound, ValidationError, execute
 from store import documents as document_store
-from store.db import open_db, write_transaction
+from store.db import engine_for, open_db, write_transaction
 from tests.database import Database
 
 pytestmark = pytest.mark.both_engines
@@ -34,6 +34,19 @@ def test_the_document_table_lists_gets_and_searches(small_table):
     assert small_table.get("teapots") == SMALL_CORPUS[1]
     assert small_table.get("missing") is None
     assert [hit["id"] for hit in small_table.search("How do I warm a teapot?")] == ["teapots"]
+
+
+def test_the_document_table_on_the_database_url_reads_each_time_on_a_connection_given_back_at_once(app, small_table):
+    """A run's documents tools read so while its step holds no connection (services/runs.py)."""
+    url = app.config["DATABASE_URL"]
+    table = document_store.DocumentTable(url)
+    pool = engine_for(url).pool
+    in_use = pool.checkedout()  # the test's own connection
+
+    assert table.list_documents() == small_table.list_documents()
+    assert table.get("teapots") == SMALL_CORPUS[1]
+    assert [hit["id"] for hit in table.search("How do I warm a teapot?")] == ["teapots"]
+    assert pool.checkedout() == in_use
 
 
 def test_the_document_table_sees_what_another_connection_commits(app, small_table):
