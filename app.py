@@ -1,5 +1,6 @@
 """Toolgate's Flask application factory: config, extensions, blueprints, CLI commands — nothing else."""
 
+import gc
 import os
 import secrets
 
@@ -161,6 +162,14 @@ def create_app(test_config=None, instance_path=None):
 
 def serve_app():
     """The app as `make run` serves it (gunicorn 'app:serve_app()'): the `toolgate` log on the console too,
-    one entry per line. The CLI's commands leave their own output alone."""
+    one entry per line. The CLI's commands leave their own output alone.
+
+    Each worker freezes its heap once the app is loaded (gc.freeze): a full collection walked all of it, the
+    `openai` SDK included when it was loaded, whenever one ran, and under a burst of a thousand proxied requests one
+    ran every few hundred requests and stopped the worker for 0.1 to 0.8 s, pages and all (docs/performance.md,
+    "Pages while the proxy is busy"). Frozen, only what came after is walked. The SDK is not loaded here: a
+    process that only proxies never imports it (engine/providers.py), which saves each worker more memory."""
     console_log.attach()
-    return create_app()
+    app = create_app()
+    gc.freeze()
+    return app
