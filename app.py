@@ -151,6 +151,7 @@ def create_app(test_config=None, instance_path=None):
     app.register_blueprint(api_providers.bp)
     csrf.exempt(api_providers.bp)  # JSON only, like the agents API
     app.register_blueprint(proxy.bp)
+    app.wsgi_app = proxy.TakingTurns(app.wsgi_app, app.config["MAX_CONTENT_LENGTH"])
     csrf.exempt(proxy.bp)  # JSON only: OpenAI clients, which hold no session
     app.register_blueprint(proxy.probes)
     register_error_handlers(app)

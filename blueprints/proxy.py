@@ -9,6 +9,7 @@ login on, the key a client sends must be an API token (blueprints.auth), and a k
 only with the token that created it.
 """
 
+import io
 from itertools import chain
 
 from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
@@ -32,6 +33,33 @@ bp = Blueprint("proxy", __name__, url_prefix="/proxy/<agent_id>/v1")
 # …/proxy/<agent id>, and to api/hello under it).
 probes = Blueprint("proxy_probes", __name__, url_prefix="/proxy/<agent_id>")
 RUN_HEADER = "X-Toolgate-Run"
+
+
+class TakingTurns:
+    """WSGI middleware: a proxied request (a POST under /proxy/) takes one of the process's turns
+    (services.proxy.TURNS) before anything of it runs, its token check and the connection it reads with included,
+    so that in a burst of proxied requests a page waits for a few of them, not for all. Its body is read first: a
+    client that sends slowly holds no turn meanwhile. The turn is given back when the view returns (a stream's, before
+    it streams) and whenever the request waits for its model or for a decision."""
+
+    def __init__(self, wsgi_app, max_body_bytes):
+        self.wsgi_app = wsgi_app
+        self.max_body_bytes = max_body_bytes
+
+    def __call__(self, environ, start_response):
+        if environ.get("REQUEST_METHOD") != "POST" or not environ.get("PATH_INFO", "").startswith("/proxy/"):
+            return self.wsgi_app(environ, start_response)
+        self._read_body(environ)
+        with proxy_service.turn():
+            return self.wsgi_app(environ, start_response)
+
+    def _read_body(self, environ):
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return  # the app refuses it
+        if 0 < length <= self.max_body_bytes:  # a longer one is refused (413) without being read
+            environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
 
 
 def _api_error(api, status, message, **fields):
@@ -98,7 +126,8 @@ def _streamed(api, database, agent_id, body, services):
     client_request, streamed, pieces = proxy_service.stream_and_record(
         database, agent_id, body, api, keep_alive_seconds=keep_alive_seconds, **services
     )
-    first = next(pieces, None)
+    with proxy_service.without_turn():  # the upstream's first chunk takes the model's time, not this process's
+        first = next(pieces, None)
     if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded
         traced(streamed.run)
         response = _upstream_error(api, streamed.live.exchange.error)

@@ -30,17 +30,25 @@ from store import runs as run_store
 from store.db import pooled_db, write_transaction
 
 REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not serve
-# How many proxied requests of a process do their own work at once (the agent read, the checks, the gate, the run
-# recorded); the others wait for a turn without taking the CPU, and a request waiting for its model, or for a
-# decision, holds no turn. Under gevent (`make run`) every request that is ready runs in turn, so without turns a
-# page asked during a burst of a thousand proxied requests waited for all of their work first (bench.gateway:
-# GET /agents, p95).
+# How many proxied requests of a process do their own work at once (the token check, the agent read, the checks, the
+# gate, the run recorded); the others wait for a turn without taking the CPU or a database connection, and a
+# request waiting for its model, or for a decision, holds no turn. Under gevent (`make run`) every request that is
+# ready runs in turn, so without turns a page asked during a burst of a thousand proxied requests waited for all of
+# their work first, and on PostgreSQL for a connection behind all of theirs (bench.gateway: GET /agents, p95).
+# A request takes its turn before anything of it runs (blueprints.proxy.TakingTurns).
 TURNS = 32
 _turns = threading.BoundedSemaphore(TURNS)
 
 
 @contextmanager
-def _without_turn():
+def turn():
+    """One of the process's turns, for the whole of a proxied request's own work."""
+    with _turns:
+        yield
+
+
+@contextmanager
+def without_turn():
     """Inside a turn, a wait that takes no CPU of this process: the turn is someone else's meanwhile."""
     _turns.release()
     try:
@@ -56,7 +64,7 @@ class _WithoutTurn:
         self.upstream = upstream
 
     def __call__(self, body):
-        with _without_turn():
+        with without_turn():
             return self.upstream(body)
 
 
@@ -120,19 +128,19 @@ class _StoredWithoutTurn(StoredRuns):
     more often; a request waiting for a person takes no CPU."""
 
     def save(self, run):
-        with _without_turn():
+        with without_turn():
             return super().save(run)
 
     def continue_run(self, run_id, run, conversation_key, new_log):
-        with _without_turn():
+        with without_turn():
             return super().continue_run(run_id, run, conversation_key, new_log)
 
     def hold(self, replaces, run, loop_state, new_log):
-        with _without_turn():
+        with without_turn():
             return super().hold(replaces, run, loop_state, new_log)
 
     def pause(self, seconds):
-        with _without_turn():
+        with without_turn():
             super().pause(seconds)
 
 
@@ -155,15 +163,15 @@ def answer_and_record(
     the request's credential, with the login on); a failed upstream request is a stored run with stop_reason
     "error" and the Exchange's `error`. A response held for approval tells the agent's webhook (`run_url`: a run's
     page, with {run_id}; `allowed_networks`: what the address rule allows besides its own). No connection is held
-    while the model answers or a decision is awaited (StoredRuns)."""
+    while the model answers or a decision is awaited (StoredRuns). Called inside the request's turn (`turn()`),
+    which it gives back while it waits."""
     webhooks = (run_url, allowed_networks)
-    with _turns:
-        config, merged, request, upstream, webhook = _prepared(
-            database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
-        )
-        runs = _StoredWithoutTurn(database_url, agent_id, webhook)
-        exchange, run = serve(config, merged, request, _WithoutTurn(upstream), runs)
-        keep_answer(database_url, agent_id, api, request, exchange, run, creator)
+    config, merged, request, upstream, webhook = _prepared(
+        database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
+    )
+    runs = _StoredWithoutTurn(database_url, agent_id, webhook)
+    exchange, run = serve(config, merged, request, _WithoutTurn(upstream), runs)
+    keep_answer(database_url, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
 
 
@@ -188,7 +196,8 @@ def stream_and_record(
     config, merged, request, upstream, webhook = _prepared(
         database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
     )
-    # Streams take no turns: a slow client would hold one while it reads.
+    # Its reads and checks are done in the request's turn; what it streams is not (a slow client would hold a turn
+    # while it reads): the turn is given back before the upstream is asked (blueprints.proxy).
     streamed = StreamedAnswer(
         config, merged, request, upstream, StoredRuns(database_url, agent_id, webhook), keep_alive_seconds
     )

@@ -4,10 +4,11 @@ later request of the process waiting for ever."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 
 import httpx2
 
-from services.proxy import TURNS
+from services.proxy import TURNS, turn
 from tests.live_http import serving
 from tests.proxy_support import PLACE, USER, FakeUpstream, add_upstream, completion
 
@@ -49,6 +50,26 @@ def test_requests_held_for_approval_hold_no_turn_and_others_are_answered_meanwhi
     assert free.status_code == 200 and free.json()["choices"][0]["message"]["content"] == "Free."
     assert still_waiting == TURNS + 1
     assert [answer.status_code for answer in answers] == [200] * (TURNS + 1)
+
+
+def test_nothing_of_a_proxied_request_runs_before_its_turn_while_pages_are_answered(app, client):
+    """With every turn of the process taken, a proxied request is not even refused for its body (its first check)
+    until a turn is free, and pages, which take no turns, are answered meanwhile."""
+    with serving(app) as base_url, ThreadPoolExecutor(1) as pool, ExitStack() as turns:
+        for _ in range(TURNS):
+            turns.enter_context(turn())
+        refused = pool.submit(
+            httpx2.post, f"{base_url}/proxy/canvas/v1/chat/completions", content=b"{}", timeout=BOUND
+        )
+        time.sleep(0.5)
+        waited = not refused.done()
+        page = httpx2.get(f"{base_url}/agents", timeout=BOUND)
+        turns.close()
+        answer = refused.result(timeout=BOUND)
+
+    assert waited and page.status_code == 200
+    assert answer.status_code == 415
+    assert answer.json()["error"]["message"] == "The body must be sent as JSON (Content-Type: application/json)."
 
 
 HERO = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
