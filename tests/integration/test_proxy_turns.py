@@ -58,9 +58,7 @@ def test_nothing_of_a_proxied_request_runs_before_its_turn_while_pages_are_answe
     with serving(app) as base_url, ThreadPoolExecutor(1) as pool, ExitStack() as turns:
         for _ in range(TURNS):
             turns.enter_context(turn())
-        refused = pool.submit(
-            httpx2.post, f"{base_url}/proxy/canvas/v1/chat/completions", content=b"{}", timeout=BOUND
-        )
+        refused = pool.submit(httpx2.post, f"{base_url}/proxy/canvas/v1/chat/completions", content=b"{}", timeout=BOUND)
         time.sleep(0.5)
         waited = not refused.done()
         page = httpx2.get(f"{base_url}/agents", timeout=BOUND)
