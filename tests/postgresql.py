@@ -42,10 +42,10 @@ class Cluster:
         self._control = [*as_user, binaries / "pg_ctl", "-D", data]
         for attempt in range(3):  # another process may take the free port first
             port = free_port()
-            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400"
+            self._options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=400"
             if not durable:  # nothing a test's cluster holds must survive a crash: it never waits for the disk
-                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            started = subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
+                self._options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            started = self._start(**quiet)
             if started.returncode == 0:
                 break
             if attempt == 2:
@@ -54,6 +54,16 @@ class Cluster:
         self.url = f"postgresql://postgres@127.0.0.1:{port}"
         self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
         self._created = 0
+
+    def _start(self, **output):
+        return subprocess.run([*self._control, "-o", self._options, "-l", self.folder / "log", "-w", "start"], **output)
+
+    def restart(self):
+        """Stop the server as an administrator does (each connection is told, then closed) and start it again on the
+        same port."""
+        self._admin.dispose()
+        subprocess.run([*self._control, "-m", "fast", "-w", "stop"], check=True, capture_output=True)
+        self._start(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def create_database(self, template=None):
         """A new empty database (or a copy of `template`); its URL."""

@@ -1,0 +1,64 @@
+"""When PostgreSQL restarts, or ends the app's connections, the pools reconnect by themselves (README, "Running it
+for a team"): every request once the database is back succeeds, though each connection a pool held is dead. A
+pooled connection is checked at checkout without a round trip (store.db._hung_up)."""
+
+import time
+
+import psycopg
+import pytest
+
+from store.db import engine_for
+from tests.database import Database
+from tests.postgresql import Cluster
+from tests.support import make_app
+
+CHAT = "/proxy/scripted/v1/chat/completions"
+HELD = 4  # connections the pool holds when the database goes away: more than one request checks out
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A cluster of the module's own, so that restarting it stops no other test's."""
+    cluster = Cluster()
+    yield cluster
+    cluster.stop()
+
+
+def _restart(cluster, _url):
+    cluster.restart()
+
+
+def _end_every_connection(_cluster, url):
+    """What an administrator, or a pooler failing over, does to the app's connections: the server ends each one."""
+    others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"SELECT pg_terminate_backend(pid) {others}")
+        while admin.execute(f"SELECT count(*) {others}").fetchone()[0]:  # each ends once it has told its client
+            time.sleep(0.01)
+
+
+@pytest.mark.parametrize("goes_away", [_restart, _end_every_connection], ids=["restarted", "connections ended"])
+def test_every_request_succeeds_once_the_database_is_back(tmp_path, cluster, goes_away):
+    url = cluster.create_database()
+    app = make_app(tmp_path, DATABASE_URL=url)
+    client = app.test_client()
+    agent = {"label": "Scripted", "script": [{"content": "Hello."}]}
+    assert client.put("/api/agents/scripted", json=agent).status_code == 201
+    held = [engine_for(url).connect() for _ in range(HELD)]
+    for connection in held:
+        connection.exec_driver_sql("SELECT 1")
+        connection.close()
+
+    goes_away(cluster, url)
+
+    chat = {"model": "scripted", "messages": [{"role": "user", "content": "Hi"}]}
+    for _ in range(HELD):
+        answered = client.post(CHAT, json=chat)
+        assert answered.status_code == 200, answered.get_data(as_text=True)
+        assert answered.get_json()["choices"][0]["message"]["content"] == "Hello."
+        assert client.get("/agents").status_code == 200
+    runs = Database(url)
+    try:
+        assert runs["runs"].count == HELD
+    finally:
+        runs.close()
