@@ -1,6 +1,7 @@
-"""When PostgreSQL restarts, or ends the app's connections, the pools reconnect by themselves (README, "Running it
-for a team"): every request once the database is back succeeds, though each connection a pool held is dead. A
-pooled connection is checked at checkout without a round trip (store.db._hung_up)."""
+"""The app's connections to PostgreSQL (store/db.py). When PostgreSQL restarts, or ends the app's connections, the
+pools reconnect by themselves (README, "Running it for a team"): every request once the database is back succeeds,
+though each connection a pool held is dead; a pooled connection is checked at checkout without a round trip
+(store.db._hung_up). After a burst, requests one at a time keep to the server process used last."""
 
 import time
 
@@ -62,3 +63,18 @@ def test_every_request_succeeds_once_the_database_is_back(tmp_path, cluster, goe
         assert runs["runs"].count == HELD
     finally:
         runs.close()
+
+
+def test_after_a_burst_requests_one_at_a_time_keep_to_the_server_process_used_last(cluster):
+    """The pool hands out the connection given back last: one request at a time does not go round every server
+    process a burst left idle (bench.gateway, "one at a time")."""
+    engine = engine_for(cluster.create_database())
+    burst = [engine.connect() for _ in range(HELD)]
+    for connection in burst:
+        connection.exec_driver_sql("SELECT 1")
+        connection.close()
+    served_by = set()
+    for _ in range(HELD * 2):
+        with engine.connect() as connection:
+            served_by.add(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar())
+    assert len(served_by) == 1
