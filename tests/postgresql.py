@@ -52,7 +52,11 @@ class Cluster:
                 raise RuntimeError(f"PostgreSQL did not start: {(self.folder / 'log').read_text()}")
         atexit.register(self.stop)  # also when the session ends without its teardown
         self.url = f"postgresql://postgres@127.0.0.1:{port}"
-        self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
+        # Checked before each use: its connection is ended when the server restarts, or ends every other one after
+        # a crash (tests/integration/test_postgresql_pool.py).
+        self._admin = create_engine(
+            f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres", pool_pre_ping=True
+        )
         self._created = 0
 
     def _start(self, **output):
@@ -61,7 +65,6 @@ class Cluster:
     def restart(self):
         """Stop the server as an administrator does (each connection is told, then closed) and start it again on the
         same port."""
-        self._admin.dispose()
         subprocess.run([*self._control, "-m", "fast", "-w", "stop"], check=True, capture_output=True)
         self._start(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

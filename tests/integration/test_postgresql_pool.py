@@ -3,6 +3,8 @@ pools reconnect by themselves (README, "Running it for a team"): every request o
 though each connection a pool held is dead; a pooled connection is checked at checkout without a round trip
 (store.db._hung_up). After a burst, requests one at a time keep to the server process used last."""
 
+import os
+import signal
 import time
 
 import psycopg
@@ -15,12 +17,14 @@ from tests.support import make_app
 
 CHAT = "/proxy/scripted/v1/chat/completions"
 HELD = 4  # connections the pool holds when the database goes away: more than one request checks out
+OTHERS = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A cluster of the module's own, so that restarting it stops no other test's."""
-    cluster = Cluster()
+    """A cluster of the module's own, so that restarting it stops no other test's; one that waits for the disk, as a
+    real one does, so that a crash loses no commit."""
+    cluster = Cluster(durable=True)
     yield cluster
     cluster.stop()
 
@@ -31,14 +35,37 @@ def _restart(cluster, _url):
 
 def _end_every_connection(_cluster, url):
     """What an administrator, or a pooler failing over, does to the app's connections: the server ends each one."""
-    others = "FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
     with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"SELECT pg_terminate_backend(pid) {others}")
-        while admin.execute(f"SELECT count(*) {others}").fetchone()[0]:  # each ends once it has told its client
-            time.sleep(0.01)
+        admin.execute(f"SELECT pg_terminate_backend(pid) {OTHERS}")
+    _wait_until_every_connection_ended(url)
 
 
-@pytest.mark.parametrize("goes_away", [_restart, _end_every_connection], ids=["restarted", "connections ended"])
+def _crash_one_server_process(_cluster, url):
+    """A server process killed (`kill -9`): PostgreSQL ends every other one and recovers before it accepts again."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        [pid] = admin.execute(f"SELECT pid {OTHERS} LIMIT 1").fetchone()
+    os.kill(pid, signal.SIGKILL)
+    _wait_until_every_connection_ended(url)
+
+
+def _wait_until_every_connection_ended(url):
+    """Each server process ends once it has told its client; a new connection is refused while PostgreSQL recovers
+    from a crash."""
+    while True:
+        try:
+            with psycopg.connect(url, autocommit=True) as admin:
+                if not admin.execute(f"SELECT count(*) {OTHERS}").fetchone()[0]:
+                    return
+        except psycopg.OperationalError:
+            pass
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    "goes_away",
+    [_restart, _end_every_connection, _crash_one_server_process],
+    ids=["restarted", "connections ended", "a server process crashed"],
+)
 def test_every_request_succeeds_once_the_database_is_back(tmp_path, cluster, goes_away):
     url = cluster.create_database()
     app = make_app(tmp_path, DATABASE_URL=url)
