@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from engine.addresses import NOTHING_ALLOWED, url_problem
 from engine.config import AGENT_DEFAULTS, SCRIPTED_PROVIDER, ValidationError, load_agent, validate_agent, with_defaults
 
-from . import ManagedByFile, NotFound, RevisionConflict, execute, get_row, insert_row, now, row_exists, select_rows
+from . import ManagedByFile, NotFound, RevisionConflict, execute, insert_row, now, row_exists, select_rows
 from .db import write_transaction
 
 KEPT_OUT_OF_DATA = ("id", "revision", "tools")
@@ -27,14 +27,17 @@ def _agent_from_rows(row, tool_rows):
     return {"id": agent["id"], **{key: agent[key] for key in AGENT_DEFAULTS}}
 
 
-def _tool_rows(db, agent_id):
-    return select_rows(
-        db, "SELECT * FROM agent_tools WHERE agent_id = :agent_id ORDER BY position", {"agent_id": agent_id}
-    )
-
-
 def _stored_rows(db, agent_id):
-    return get_row(db, "agents", agent_id, f'No agent with id "{agent_id}".'), _tool_rows(db, agent_id)
+    """(the agents row, its agent_tools rows in order): one statement, a round trip on PostgreSQL. Raises NotFound."""
+    rows = select_rows(
+        db,
+        "SELECT agents.id, agents.revision, agents.data, agent_tools.tool_name, agent_tools.settings FROM agents "
+        "LEFT JOIN agent_tools ON agent_tools.agent_id = agents.id WHERE agents.id = :id ORDER BY agent_tools.position",
+        {"id": agent_id},
+    )
+    if not rows:
+        raise NotFound(f'No agent with id "{agent_id}".')
+    return rows[0], [row for row in rows if row["tool_name"] is not None]
 
 
 def get_agent(db, agent_id):

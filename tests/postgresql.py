@@ -44,18 +44,31 @@ class Cluster:
             port = free_port()
             # max_connections is left at PostgreSQL's default (100), as the README leaves it: a process of the app
             # opens store.db.POOL_SIZE connections at most, so two replicas of two workers open 40.
-            options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1"
+            self._options = f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1"
             if not durable:  # nothing a test's cluster holds must survive a crash: it never waits for the disk
-                options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-            started = subprocess.run([*self._control, "-o", options, "-l", self.folder / "log", "-w", "start"], **quiet)
+                self._options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            started = self._start(**quiet)
             if started.returncode == 0:
                 break
             if attempt == 2:
                 raise RuntimeError(f"PostgreSQL did not start: {(self.folder / 'log').read_text()}")
         atexit.register(self.stop)  # also when the session ends without its teardown
         self.url = f"postgresql://postgres@127.0.0.1:{port}"
-        self._admin = create_engine(f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres")
+        # Checked before each use: its connection is ended when the server restarts, or ends every other one after
+        # a crash (tests/integration/test_postgresql_pool.py).
+        self._admin = create_engine(
+            f"{self.url.replace('postgresql://', 'postgresql+psycopg://')}/postgres", pool_pre_ping=True
+        )
         self._created = 0
+
+    def _start(self, **output):
+        return subprocess.run([*self._control, "-o", self._options, "-l", self.folder / "log", "-w", "start"], **output)
+
+    def restart(self):
+        """Stop the server as an administrator does (each connection is told, then closed) and start it again on the
+        same port."""
+        subprocess.run([*self._control, "-m", "fast", "-w", "stop"], check=True, capture_output=True)
+        self._start(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def create_database(self, template=None):
         """A new empty database (or a copy of `template`); its URL."""
