@@ -28,10 +28,7 @@ import time
 from collections import OrderedDict
 from contextlib import contextmanager
 
-import psycopg
 from flask import current_app, g
-from psycopg import pq
-from psycopg.adapt import Loader
 from sqlalchemy import create_engine, event, exc
 from sqlalchemy.engine import make_url
 
@@ -115,41 +112,6 @@ def _escape_parameters(_connection, _cursor, statement, parameters, _context, _e
     return statement, _escaped(parameters)
 
 
-class _UnescapedText(Loader):
-    """psycopg's loader of text values, unescaping them (escape_nul)."""
-
-    def load(self, data):
-        return unescape_nul(bytes(data).decode())
-
-
-def _on_postgresql_connect(dbapi_connection, _record):
-    for type_name in ("text", "varchar"):
-        dbapi_connection.adapters.register_loader(type_name, _UnescapedText)
-
-
-def _hung_up(dbapi_connection):
-    """Whether the server ended a pooled connection while it was idle, found without a round trip: what has arrived
-    on its socket is read (a non-blocking read), and an idle connection in autocommit hears nothing unless the server
-    is ending it (the notice of a shutdown or restart, of its process terminated, of another's crash) or has closed
-    it. A round trip per checkout (SQLAlchemy's pool_pre_ping) cost a proxied request four."""
-    heard = []
-    dbapi_connection.add_notice_handler(heard.append)
-    try:
-        dbapi_connection.pgconn.consume_input()  # reads, without waiting
-        dbapi_connection.pgconn.is_busy()  # parses what was read: a message while idle goes to the notice handlers
-    except psycopg.OperationalError:
-        return True
-    finally:
-        dbapi_connection.remove_notice_handler(heard.append)
-    return bool(heard) or dbapi_connection.pgconn.status != pq.ConnStatus.OK
-
-
-def _check_postgresql_checkout(dbapi_connection, _record, _proxy):
-    """A connection the server ended is replaced by a new one before anyone uses it (the pool opens it)."""
-    if _hung_up(dbapi_connection):
-        raise exc.DisconnectionError("The database ended this connection.")
-
-
 def _begin_writes(connection):
     """SQLAlchemy begins a transaction before the first statement of a connection: only a write transaction is
     begun in the database, and on SQLite with the write lock."""
@@ -183,8 +145,10 @@ def _build_engine(url, pool):
             # going round every idle one.
             pool_use_lifo=True,
         )
-        event.listen(engine, "connect", _on_postgresql_connect)
-        event.listen(engine.pool, "checkout", _check_postgresql_checkout)
+        from . import postgresql_driver  # psycopg, loaded by a process that uses PostgreSQL only (9 MB a process)
+
+        event.listen(engine, "connect", postgresql_driver.on_connect)
+        event.listen(engine.pool, "checkout", postgresql_driver.check_checkout)
         event.listen(engine, "before_cursor_execute", _escape_parameters, retval=True)
     event.listen(engine, "begin", _begin_writes)
     return engine

@@ -1,7 +1,7 @@
 """The app's connections to PostgreSQL (store/db.py). When PostgreSQL restarts, or ends the app's connections, the
 pools reconnect by themselves (README, "Running it for a team"): every request once the database is back succeeds,
 though each connection a pool held is dead; a pooled connection is checked at checkout without a round trip
-(store.db._hung_up). After a burst, requests one at a time keep to the server process used last."""
+(store.postgresql_driver.hung_up). After a burst, requests one at a time keep to the server process used last."""
 
 import os
 import signal
