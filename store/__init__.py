@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from engine.config import ValidationError
 
-from .db import escape_nul
+from .nul_text import escape_nul
 
 __all__ = [
     "ManagedByFile",
@@ -151,7 +151,7 @@ def _insert_values(db, table, names, rows):
 def _insert_json(db, table, names, rows):
     """PostgreSQL: the rows as one JSON parameter, read as rows of the table (psycopg spends microseconds on each
     parameter of a statement, and keeps none of more than 50 parsed). NUL is escaped in each value first
-    (store.db.escape_nul): JSON's \\u0000 is no text on PostgreSQL. ASCII JSON, so nothing in it escapes again."""
+    (store.nul_text.escape_nul): JSON's \\u0000 is no text on PostgreSQL. ASCII JSON, so nothing in it escapes again."""
     escaped = [
         {column: escape_nul(value) if isinstance(value, str) else value for column, value in row.items()}
         for row in rows

@@ -21,7 +21,6 @@ transaction.
 """
 
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -81,37 +80,6 @@ def _on_sqlite_connect(dbapi_connection, _record):
         dbapi_connection.execute(f"PRAGMA {pragma}")
 
 
-# PostgreSQL stores no NUL character in text, and a model or a tool may send one. On PostgreSQL every text value is
-# escaped on its way in and unescaped on its way out, here and nowhere else: NUL becomes NUL_ESCAPE + "0", and
-# NUL_ESCAPE itself (a private-use character) is doubled, so every other text reads back exactly as it was written.
-NUL_ESCAPE = "\ue000"
-_ESCAPED = re.compile(NUL_ESCAPE + "(.)", re.DOTALL)
-
-
-def escape_nul(text):
-    if "\x00" not in text and NUL_ESCAPE not in text:
-        return text
-    return text.replace(NUL_ESCAPE, NUL_ESCAPE * 2).replace("\x00", NUL_ESCAPE + "0")
-
-
-def unescape_nul(text):
-    if NUL_ESCAPE not in text:
-        return text
-    return _ESCAPED.sub(lambda found: "\x00" if found.group(1) == "0" else found.group(1), text)
-
-
-def _escaped(parameters):
-    if isinstance(parameters, dict):
-        return {name: escape_nul(value) if isinstance(value, str) else value for name, value in parameters.items()}
-    if isinstance(parameters, list | tuple):
-        return type(parameters)(_escaped(each) for each in parameters)
-    return parameters
-
-
-def _escape_parameters(_connection, _cursor, statement, parameters, _context, _executemany):
-    return statement, _escaped(parameters)
-
-
 def _begin_writes(connection):
     """SQLAlchemy begins a transaction before the first statement of a connection: only a write transaction is
     begun in the database, and on SQLite with the write lock."""
@@ -147,9 +115,7 @@ def _build_engine(url, pool):
         )
         from . import postgresql_driver  # psycopg, loaded by a process that uses PostgreSQL only (9 MB a process)
 
-        event.listen(engine, "connect", postgresql_driver.on_connect)
-        event.listen(engine.pool, "checkout", postgresql_driver.check_checkout)
-        event.listen(engine, "before_cursor_execute", _escape_parameters, retval=True)
+        postgresql_driver.configure(engine)
     event.listen(engine, "begin", _begin_writes)
     return engine
 

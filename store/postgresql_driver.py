@@ -1,16 +1,23 @@
-"""What a PostgreSQL connection of store.db needs from psycopg, imported only when a process opens one: text values
-read back unescaped (store.db.escape_nul), and a pooled connection the server ended found at checkout."""
+"""What a PostgreSQL engine of store.db needs, psycopg included, imported only when a process opens one: text
+escaped on its way in and unescaped on its way out (store.nul_text), and a pooled connection the server ended found
+at checkout."""
 
 import psycopg
 from psycopg import pq
 from psycopg.adapt import Loader
-from sqlalchemy import exc
+from sqlalchemy import event, exc
 
-from .db import unescape_nul
+from .nul_text import escape_parameters, unescape_nul
+
+
+def configure(engine):
+    event.listen(engine, "connect", on_connect)
+    event.listen(engine.pool, "checkout", check_checkout)
+    event.listen(engine, "before_cursor_execute", escape_parameters, retval=True)
 
 
 class _UnescapedText(Loader):
-    """psycopg's loader of text values, unescaping them (escape_nul)."""
+    """psycopg's loader of text values, unescaping them (store.nul_text)."""
 
     def load(self, data):
         return unescape_nul(bytes(data).decode())

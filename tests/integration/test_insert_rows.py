@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from store import ROWS_PER_INSERT, insert_rows, select_rows
-from store.db import NUL_ESCAPE
+from store.nul_text import NUL_ESCAPE
 
 pytestmark = pytest.mark.both_engines
 

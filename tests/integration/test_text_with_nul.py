@@ -6,7 +6,7 @@ import pytest
 
 from store import documents as document_store
 from store import runs as run_store
-from store.db import NUL_ESCAPE
+from store.nul_text import NUL_ESCAPE
 
 pytestmark = pytest.mark.both_engines
 
