@@ -83,6 +83,14 @@ def proxy_client(app, agent_id):
         yield client
 
 
+def chat_stream_lines(sdk, tools):
+    """The lines of a streamed Chat Completions answer to USER, as an `openai` SDK client reads them."""
+    with sdk.chat.completions.with_streaming_response.create(
+        model="gpt-x", messages=[USER], tools=tools, stream=True
+    ) as response:
+        return list(response.iter_lines())
+
+
 def tool_results(message, output=lambda call: f"uuid-of-{call.id}"):
     """The tool messages a client appends after running every call of an assistant message."""
     return [{"role": "tool", "tool_call_id": call.id, "content": output(call)} for call in message.tool_calls or []]

@@ -6,6 +6,7 @@ answer, and never the call."""
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import openai
 import pytest
@@ -26,13 +27,14 @@ WAIT = 15
 STOPPED_ANSWER = "A person stopped this run in Toolgate while its tool calls waited for approval: none of them was run."
 
 
-def test_a_reviewer_edits_and_approves_a_held_call_on_the_run_page_and_the_client_receives_it(
-    page, new_agent, base_url, live_server
-):
+@contextmanager
+def held_shell_call(new_agent, base_url, live_server, agent_id, label):
+    """An agent whose client tool Bash requires approval, and an `openai` SDK client in a thread of its own whose
+    request waits for the decision: (the held run's id, the client's answer to come, a test client of the app)."""
     agent_id = new_agent(
-        "e2e_held",
+        agent_id,
         {
-            "label": "Held shell",
+            "label": label,
             "client_tools": {"Bash": {"require_approval": True}},
             "approval_timeout_seconds": 60,
             "script": [
@@ -54,8 +56,14 @@ def test_a_reviewer_edits_and_approves_a_held_call_on_the_run_page_and_the_clien
         while not (held := client.get(f"/api/runs?state=awaiting_approval&agent={agent_id}").json["runs"]):
             assert time.monotonic() < deadline, "the proxied call never waited for approval"
             time.sleep(0.05)
+        yield held[0]["id"], answer, client
 
-        page.goto(f"/runs/{held[0]['id']}")
+
+def test_a_reviewer_edits_and_approves_a_held_call_on_the_run_page_and_the_client_receives_it(
+    page, new_agent, base_url, live_server
+):
+    with held_shell_call(new_agent, base_url, live_server, "e2e_held", "Held shell") as (run_id, answer, _client):
+        page.goto(f"/runs/{run_id}")
         pending = round_section(page, 1)
         expect(pending.get_by_role("heading")).to_contain_text("Awaiting approval: 1 of 1 call to decide")
         row = pending.get_by_role("row").filter(has_text="clean")
@@ -75,33 +83,9 @@ def test_a_reviewer_edits_and_approves_a_held_call_on_the_run_page_and_the_clien
 def test_a_person_stops_a_held_run_on_its_page_and_the_waiting_client_gets_the_stop_not_the_call(
     page, new_agent, base_url, live_server
 ):
-    agent_id = new_agent(
-        "e2e_held_stop",
-        {
-            "label": "Held shell, stopped",
-            "client_tools": {"Bash": {"require_approval": True}},
-            "approval_timeout_seconds": 60,
-            "script": [
-                {"tool_calls": [{"id": "clean", "name": "Bash", "arguments": {"command": "rm -rf /"}}]},
-                {"content": "Cleaned."},
-            ],
-        },
-    )
-    sdk = openai.OpenAI(base_url=f"{base_url}/proxy/{agent_id}/v1", api_key="any key", max_retries=0, timeout=WAIT)
-    client = live_server.app.test_client()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        answer = pool.submit(
-            sdk.chat.completions.create,
-            model="gpt-x",
-            messages=[{"role": "user", "content": "Clean the build."}],
-            tools=[RUN_SHELL],
-        )
-        deadline = time.monotonic() + WAIT
-        while not (held := client.get(f"/api/runs?state=awaiting_approval&agent={agent_id}").json["runs"]):
-            assert time.monotonic() < deadline, "the proxied call never waited for approval"
-            time.sleep(0.05)
-
-        page.goto(f"/runs/{held[0]['id']}")
+    held = held_shell_call(new_agent, base_url, live_server, "e2e_held_stop", "Held shell, stopped")
+    with held as (run_id, answer, client):
+        page.goto(f"/runs/{run_id}")
         expect(round_section(page, 1).get_by_role("heading")).to_contain_text("Awaiting approval: 1 of 1 call")
         page.get_by_role("button", name="Stop").click()
         expect(page.get_by_test_id("answer")).to_have_text(STOPPED_ANSWER)
@@ -110,5 +94,5 @@ def test_a_person_stops_a_held_run_on_its_page_and_the_waiting_client_gets_the_s
         message = answer.result(timeout=WAIT).choices[0].message
 
     assert (message.content, message.tool_calls) == (STOPPED_ANSWER, None)
-    run = client.get(f"/api/runs/{held[0]['id']}").json
+    run = client.get(f"/api/runs/{run_id}").json
     assert (run["state"], run["stop_reason"], run["answer"]) == ("finished", "stopped", STOPPED_ANSWER)

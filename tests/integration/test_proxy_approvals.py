@@ -12,7 +12,7 @@ import anthropic
 import pytest
 
 from tests.live_http import serving
-from tests.proxy_support import PLACE, USER, proxy_client
+from tests.proxy_support import PLACE, USER, chat_stream_lines, proxy_client
 
 APPROVE = {"place_components": {"require_approval": True}}
 HERO = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
@@ -142,14 +142,7 @@ def test_a_streamed_request_keeps_its_connection_alive_while_held(app, client, w
     app.config["PROXY_KEEP_ALIVE_SECONDS"] = 0.3
     put_agent(client, script=[HERO, {"content": "Placed."}])
     with proxy_client(app, "canvas") as sdk:
-
-        def read_stream():
-            with sdk.chat.completions.with_streaming_response.create(
-                model="gpt-x", messages=[USER], tools=[PLACE], stream=True
-            ) as response:
-                return list(response.iter_lines())
-
-        lines = waiting(read_stream)
+        lines = waiting(chat_stream_lines, sdk, [PLACE])
         run_id = held_run(client)
         time.sleep(1)
         assert decide(client, run_id, {"hero": {"approve": True}}).status_code == 200

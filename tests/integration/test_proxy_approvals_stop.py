@@ -12,7 +12,7 @@ import anthropic
 import pytest
 
 from tests.live_http import serving
-from tests.proxy_support import PLACE, USER, proxy_client
+from tests.proxy_support import PLACE, USER, chat_stream_lines, proxy_client
 
 STOPPED_ANSWER = "A person stopped this run in Toolgate while its tool calls waited for approval: none of them was run."
 STOPPED_CALL = "Error: This tool call was not executed, because a person stopped the run."
@@ -110,14 +110,7 @@ def test_a_streamed_chat_completions_client_gets_the_stop_as_text_then_its_end(a
     app.config["PROXY_KEEP_ALIVE_SECONDS"] = 0.2
     put_agent(client, [HERO, {"content": "Placed."}])
     with proxy_client(app, "canvas") as sdk:
-
-        def read_stream():
-            with sdk.chat.completions.with_streaming_response.create(
-                model="gpt-x", messages=[USER], tools=[PLACE], stream=True
-            ) as response:
-                return list(response.iter_lines())
-
-        stopped, received, waited = stop_while_it_waits(client, waiting(read_stream))
+        stopped, received, waited = stop_while_it_waits(client, waiting(chat_stream_lines, sdk, [PLACE]))
 
     assert waited < RELEASED_WITHIN
     assert ": keep-alive" in received and [line for line in received if line][-1] == "data: [DONE]"
