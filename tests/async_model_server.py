@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 PATH = b"/v1/chat/completions"
@@ -156,6 +157,23 @@ async def _serve_forever(model_server):
     print(f"Serving on {url}", flush=True)
     async with server:
         await server.serve_forever()
+
+
+@contextmanager
+def held_and_running():
+    """A model server answering at once, but only after release(): every request it takes waits for it, so a test
+    knows how many it holds (`arrived`). Served as running() serves it; its base URL is `url`."""
+    model = AsyncModelServer(delay=0).held()
+    with running(model) as url:
+        model.url = url
+        yield model
+
+
+def run_in_a_thread(coroutine):
+    """asyncio.run in a thread of its own: Playwright's sync API keeps an event loop running in the test's thread
+    once an end-to-end test has used it."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 if __name__ == "__main__":

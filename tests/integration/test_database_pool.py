@@ -7,7 +7,6 @@ lets the others run, so a burst of proxied requests far beyond the cap is answer
 import asyncio
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import pytest
@@ -16,7 +15,7 @@ from app import create_app
 from store import agents as agent_store
 from store import providers as provider_store
 from store.db import engine_for, open_db
-from tests.async_model_server import AsyncModelServer, running
+from tests.async_model_server import held_and_running, run_in_a_thread
 from tests.database import Database
 from tests.live_http import MAKE_RUN, AppProcess
 from tests.proxy_support import PLACE, USER
@@ -114,9 +113,7 @@ def test_a_request_waiting_for_a_connection_takes_the_one_given_back(tmp_path, p
 
 @pytest.fixture(scope="module")
 def upstream():
-    model = AsyncModelServer(delay=0).held()
-    with running(model) as url:
-        model.url = url
+    with held_and_running() as model:
         yield model
 
 
@@ -197,13 +194,6 @@ async def _burst(base_url, upstream):
         return await asyncio.gather(*proxied)
 
 
-def _in_a_thread(coroutine):
-    """asyncio.run in a thread of its own: Playwright's sync API keeps an event loop running in this one once an
-    end-to-end test has used it."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 def test_a_burst_far_beyond_the_pool_is_answered_in_full_on_the_cap_under_make_run(served, upstream):
     """300 proxied requests at once, 2 connections a process: each request's checks and agent read, then every run
     recorded at the same moment, wait for a connection; none is refused, and PostgreSQL never counts more
@@ -211,7 +201,7 @@ def test_a_burst_far_beyond_the_pool_is_answered_in_full_on_the_cap_under_make_r
     would stop the requests holding the connections from giving them back: they would be answered 503 after 20 s."""
     base_url, url = served
     with _ServerConnections(url) as connections:
-        answers = _in_a_thread(_burst(base_url, upstream))
+        answers = run_in_a_thread(_burst(base_url, upstream))
 
     assert [answer.status_code for answer in answers] == [200] * BURST
     run_ids = {int(answer.headers["X-Toolgate-Run"]) for answer in answers}

@@ -8,7 +8,6 @@ import asyncio
 import re
 import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from app import create_app
 from store import agents as agent_store
 from store import providers as provider_store
-from tests.async_model_server import AsyncModelServer, running
+from tests.async_model_server import held_and_running, run_in_a_thread
 from tests.database import Database
 from tests.live_http import MAKE_RUN, AppProcess
 from tests.proxy_support import PLACE
@@ -30,9 +29,7 @@ BODY = {"model": "held-model", "messages": [{"role": "user", "content": "Place a
 
 @pytest.fixture(scope="module")
 def upstream():
-    model = AsyncModelServer(delay=0).held()
-    with running(model) as url:
-        model.url = url
+    with held_and_running() as model:
         yield model
 
 
@@ -80,16 +77,9 @@ async def _held_requests_and_a_page(base_url, upstream):
     return page, waiting, answers
 
 
-def _in_a_thread(coroutine):
-    """asyncio.run in a thread of its own: Playwright's sync API keeps an event loop running in this one once an
-    end-to-end test has used it."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
 def test_hundreds_of_requests_waiting_on_their_model_leave_the_pages_answering(served, upstream):
     base_url, database = served
-    page, waiting, answers = _in_a_thread(_held_requests_and_a_page(base_url, upstream))
+    page, waiting, answers = run_in_a_thread(_held_requests_and_a_page(base_url, upstream))
 
     assert page.status_code == 200 and "Held" in page.text
     assert waiting == HELD  # the page was answered while every proxied request was still held upstream
