@@ -7,6 +7,7 @@ import openai
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.htmx import settled
 from tests.e2e.tool_settings import tool_settings
 
 pytestmark = pytest.mark.e2e
@@ -29,6 +30,7 @@ def test_add_a_client_tool_restrict_it_and_save(page, suffix):
     page.get_by_role("button", name="Add client tool").click()
 
     expect(page.get_by_role("status")).to_contain_text('Added the client tool "place_block"')
+    settled(page)
     expect(page.get_by_label("Label", exact=True)).to_have_value(label)  # the rest of the form is kept
     place = client_tool(page, "place_block")
     expect(place.get_by_label("Return directly")).to_have_count(0)
