@@ -37,11 +37,14 @@ def test_add_a_client_tool_restrict_it_and_save(page, suffix):
     expect(place.get_by_label("Multiple call error message")).to_have_count(0)
     place.get_by_label("Restrict to one call per response").check()
     expect(place.get_by_label("Multiple call error message")).to_be_visible()  # revealed by htmx
+    settled(page)
     place.get_by_label("Multiple call error message").fill("Error: one block per response.")
 
     place.get_by_label("Argument", exact=True).fill("region")
     place.get_by_role("button", name="Add argument to place_block").click()
     region = client_tool(page, "place_block").get_by_role("group", name="region", exact=True)
+    expect(region).to_be_visible()
+    settled(page)
     region.get_by_label("Rule").select_option("force_value")
     expect(region.get_by_label("Values")).to_be_visible()
     region.get_by_label("Values").fill("footer")

@@ -4,6 +4,8 @@ not have yet comes on its form from the picker."""
 
 from playwright.sync_api import expect
 
+from tests.e2e.htmx import settled
+
 
 def tool_settings(page, name):
     """The group of one tool (every tool has the same labels, so scope by tool), its settings unfolded when the tool
@@ -28,4 +30,5 @@ def add_tool(page, name):
         picker.locator("details", has=page.locator(f'button[value="{name}"]')).locator("summary").click()
     button.click()
     expect(page.get_by_role("group", name=name, exact=True).get_by_label("Enable", exact=True)).to_be_checked()
+    settled(page)  # its settings answer a change only once htmx has wired them
     return tool_settings(page, name)
