@@ -6,6 +6,7 @@ from contextlib import contextmanager
 
 import openai
 
+from store import agents as agent_store
 from store import providers as provider_store
 from tests.database import Database
 from tests.doubles import ModelDouble
@@ -70,6 +71,18 @@ def add_upstream(app, base_url, provider_id="upstream", **fields):
     db = Database(app.config["DATABASE_URL"])
     try:
         provider_store.create_provider(db, {**connection, "max_retries": 0, **fields})
+    finally:
+        db.close()
+
+
+def add_held_agent(database, upstream_url, key_variable):
+    """The agent "held" in the database (a URL or a SQLite file), its provider connection "held" the model server at
+    `upstream_url` (tests.async_model_server.held_and_running), its key in the variable `key_variable`."""
+    db = Database(database)
+    try:
+        connection = {"id": "held", "label": "Held", "base_url": f"{upstream_url}/v1", "api_key_env": key_variable}
+        provider_store.create_provider(db, {**connection, "max_retries": 0})
+        agent_store.save_agent(db, {"id": "held", "label": "Held", "provider": "held"}, known_tools=None)
     finally:
         db.close()
 

@@ -12,13 +12,11 @@ import httpx2
 import pytest
 
 from app import create_app
-from store import agents as agent_store
-from store import providers as provider_store
 from store.db import engine_for, open_db
 from tests.async_model_server import held_and_running, run_in_a_thread
 from tests.database import Database
 from tests.live_http import MAKE_RUN, AppProcess
-from tests.proxy_support import PLACE, USER
+from tests.proxy_support import PLACE, USER, add_held_agent
 from tests.support import make_app
 
 KEY_VARIABLE = "HELD_UPSTREAM_API_KEY"
@@ -61,16 +59,17 @@ def test_sqlite_keeps_opening_connections_past_the_pool_size(tmp_path):
             db.close()
 
 
+def one_connection_app(tmp_path, postgresql_template, wait):
+    """The app on a new PostgreSQL database with a pool of one connection, a request waiting `wait` seconds for it."""
+    cluster, template = postgresql_template
+    database = cluster.create_database(template=template)
+    return make_app(tmp_path, DATABASE_URL=database, DATABASE_POOL_SIZE=1, DATABASE_POOL_TIMEOUT=wait)
+
+
 @pytest.fixture
 def busy_app(tmp_path, postgresql_template):
     """The app on PostgreSQL with a pool of one connection, held by the test: a request waits 0.2 s for it."""
-    cluster, template = postgresql_template
-    app = make_app(
-        tmp_path,
-        DATABASE_URL=cluster.create_database(template=template),
-        DATABASE_POOL_SIZE=1,
-        DATABASE_POOL_TIMEOUT=0.2,
-    )
+    app = one_connection_app(tmp_path, postgresql_template, wait=0.2)
     held = open_db(app.config["DATABASE_URL"])
     yield app
     held.close()
@@ -94,13 +93,7 @@ def test_a_request_that_waits_too_long_for_a_connection_is_answered_503_in_its_c
 
 
 def test_a_request_waiting_for_a_connection_takes_the_one_given_back(tmp_path, postgresql_template):
-    cluster, template = postgresql_template
-    app = make_app(
-        tmp_path,
-        DATABASE_URL=cluster.create_database(template=template),
-        DATABASE_POOL_SIZE=1,
-        DATABASE_POOL_TIMEOUT=20,
-    )
+    app = one_connection_app(tmp_path, postgresql_template, wait=20)
     held = open_db(app.config["DATABASE_URL"])
     threading.Timer(0.3, held.close).start()
 
@@ -125,13 +118,7 @@ def served(postgresql_template, tmp_path_factory, upstream):
     folder = tmp_path_factory.mktemp("pool")
     url = cluster.create_database(template=template)
     create_app({"DATABASE_URL": url, "SECRET_KEY": "pool"}, instance_path=str(folder))
-    db = Database(url)
-    try:
-        connection = {"id": "held", "label": "Held", "base_url": f"{upstream.url}/v1", "api_key_env": KEY_VARIABLE}
-        provider_store.create_provider(db, {**connection, "max_retries": 0})
-        agent_store.save_agent(db, {"id": "held", "label": "Held", "provider": "held"}, known_tools=None)
-    finally:
-        db.close()
+    add_held_agent(url, upstream.url, KEY_VARIABLE)
     engine_for(url).dispose()  # the test's own connections closed: those left are the server's
     environment = {
         KEY_VARIABLE: "sk-held",

@@ -13,12 +13,10 @@ import httpx2
 import pytest
 
 from app import create_app
-from store import agents as agent_store
-from store import providers as provider_store
 from tests.async_model_server import held_and_running, run_in_a_thread
 from tests.database import Database
 from tests.live_http import MAKE_RUN, AppProcess
-from tests.proxy_support import PLACE
+from tests.proxy_support import PLACE, add_held_agent
 
 HELD = 200
 IDLE = 110
@@ -40,13 +38,7 @@ def served(tmp_path_factory, upstream):
     folder = tmp_path_factory.mktemp("served")
     database = str(folder / "toolgate.db")
     create_app({"DATABASE": database, "SECRET_KEY": "serving load"}, instance_path=str(folder))
-    db = Database(database)
-    try:
-        connection = {"id": "held", "label": "Held", "base_url": f"{upstream.url}/v1", "api_key_env": KEY_VARIABLE}
-        provider_store.create_provider(db, {**connection, "max_retries": 0})
-        agent_store.save_agent(db, {"id": "held", "label": "Held", "provider": "held"}, known_tools=None)
-    finally:
-        db.close()
+    add_held_agent(database, upstream.url, KEY_VARIABLE)
     app = AppProcess(MAKE_RUN, database, folder / "server.log", **{KEY_VARIABLE: "sk-held"})
     try:
         yield app.ready(), database
