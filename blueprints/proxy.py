@@ -21,7 +21,7 @@ from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
 from engine.proxy import responses as responses_api
 from services import proxy as proxy_service
-from services.settings import allowed_networks, run_options
+from services.settings import allowed_networks, key_environ, tool_secrets
 from services.tracing import traced
 from store import NotFound
 from store import agents as agent_store
@@ -84,11 +84,12 @@ def answer_in(api, agent_id):
     body = request.get_json(silent=True)
     if not isinstance(body, dict):
         return _refused(api, 400, "The body must be a JSON object.")
-    options = run_options()
     services = {
-        "registry": options["registry"],
-        "environ": options["environ"],
-        "transport": options["transport"],
+        # The tool servers' tools are added by the service, and only when the settings changed since it last did
+        "registry": current_app.config["TOOL_REGISTRY"],
+        "tool_secrets": tool_secrets(),
+        "environ": key_environ(),
+        "transport": current_app.config.get("MODEL_TRANSPORT"),
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
         # Where the approval webhook's link leads, and what its address may be besides the rule's.
         "run_url": run_page_url_pattern(),

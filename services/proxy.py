@@ -7,6 +7,7 @@ runs table, where a response held for approval waits in its run's row, and the a
 is sent or stored. No Flask here.
 """
 
+import json
 import threading
 import time
 from contextlib import contextmanager
@@ -21,12 +22,13 @@ from engine.round import log_entry, write_log
 from engine.tools import default_registry
 from services.approval_webhooks import ApprovalWebhook
 from services.runs import LEASE_SECONDS
-from store import NotFound
+from store import NotFound, settings_generation
 from store import agents as agent_store
 from store import log as log_store
 from store import providers as provider_store
 from store import responses as response_store
 from store import runs as run_store
+from store import tool_servers as tool_server_store
 from store.db import pooled_db, write_transaction
 
 REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not serve
@@ -38,13 +40,30 @@ REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not se
 # A request takes its turn before anything of it runs (blueprints.proxy.TakingTurns).
 TURNS = 32
 _turns = threading.BoundedSemaphore(TURNS)
+_in_flight = [0]  # proxied requests of this process between their turn taken and their answer
+_in_flight_lock = threading.Lock()
 
 
 @contextmanager
 def turn():
     """One of the process's turns, for the whole of a proxied request's own work."""
     with _turns:
-        yield
+        _count_in_flight(1)
+        try:
+            yield
+        finally:
+            _count_in_flight(-1)
+
+
+def _count_in_flight(change):
+    with _in_flight_lock:
+        _in_flight[0] += change
+
+
+def _others_in_flight():
+    """Whether other proxied requests of this process are under way, and may record their runs in a moment: then a
+    run is recorded in a group commit that gathers theirs (store.db.GATHER_SECONDS); alone, at once."""
+    return _in_flight[0] > 1
 
 
 @contextmanager
@@ -89,14 +108,18 @@ class StoredRuns:
             return run_store.proxied_run_with_conversation(db, self.agent_id, conversation_key)
 
     def save(self, run):
-        return run_store.save_run(self.database_url, run)
+        return run_store.save_run(self.database_url, run, gather=_others_in_flight())
 
     def continue_run(self, run_id, run, conversation_key, new_log):
-        return run_store.continue_run(self.database_url, run_id, run, conversation_key, new_log)
+        return run_store.continue_run(
+            self.database_url, run_id, run, conversation_key, new_log, gather=_others_in_flight()
+        )
 
     def hold(self, replaces, run, loop_state, new_log):
         run_id, conversation_key = replaces or (None, None)
-        saved = run_store.hold_proxied_run(self.database_url, run_id, run, conversation_key, loop_state, new_log)
+        saved = run_store.hold_proxied_run(
+            self.database_url, run_id, run, conversation_key, loop_state, new_log, gather=_others_in_flight()
+        )
         if self.webhook is not None:
             self.webhook.notify(saved)
         return saved
@@ -151,6 +174,7 @@ def answer_and_record(
     api=chat_completions,
     *,
     registry=None,
+    tool_secrets=None,
     environ=None,
     transport=None,
     creator=None,
@@ -166,8 +190,9 @@ def answer_and_record(
     while the model answers or a decision is awaited (StoredRuns). Called inside the request's turn (`turn()`),
     which it gives back while it waits."""
     webhooks = (run_url, allowed_networks)
+    tools = (registry or default_registry(), tool_secrets)
     config, merged, request, upstream, webhook = _prepared(
-        database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
+        database_url, agent_id, body, api, tools, environ, transport, creator, webhooks
     )
     runs = _StoredWithoutTurn(database_url, agent_id, webhook)
     exchange, run = serve(config, merged, request, _WithoutTurn(upstream), runs)
@@ -182,6 +207,7 @@ def stream_and_record(
     api=chat_completions,
     *,
     registry=None,
+    tool_secrets=None,
     environ=None,
     transport=None,
     creator=None,
@@ -193,8 +219,9 @@ def stream_and_record(
     The run is recorded (and the answer kept, for the Responses API) when the stream ends, however it ends: the
     stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
     webhooks = (run_url, allowed_networks)
+    tools = (registry or default_registry(), tool_secrets)
     config, merged, request, upstream, webhook = _prepared(
-        database_url, agent_id, body, api, registry, environ, transport, creator, webhooks
+        database_url, agent_id, body, api, tools, environ, transport, creator, webhooks
     )
     # Its reads and checks are done in the request's turn; what it streams is not (a slow client would hold a turn
     # while it reads): the turn is given back before the upstream is asked (blueprints.proxy).
@@ -211,17 +238,68 @@ def stream_and_record(
     return request, streamed, pieces()
 
 
-def _prepared(database_url, agent_id, body, api, registry, environ, transport, creator, webhooks):
+def _prepared(database_url, agent_id, body, api, tools, environ, transport, creator, webhooks):
     with pooled_db(database_url) as db:
-        config, merged = agent_store.get_agent_config(db, agent_id, registry or default_registry())
+        settings = _agent_settings(db, database_url, agent_id, tools)
         request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
-        connections = _connection_of(db, config.provider)
-    upstream = upstream_for_agent(config, request.model, connections, environ, transport)
+    config, connections = settings.config, settings.connections
     key_variable = connections[config.provider]["api_key_env"] if connections else None
-    secret = (environ or {}).get(key_variable) if key_variable else None
+    # Not `environ or {}`: the truth of a KeyEnviron counts the whole process environment.
+    secret = environ.get(key_variable) if key_variable and environ is not None else None
+    upstream = settings.upstream(request.model, environ, secret, transport)
+    merged = json.loads(settings.agent_json)  # each request's own: its run keeps it as the agent's snapshot
     run_url, allowed_networks = webhooks
     webhook = ApprovalWebhook(config.approval_webhook, run_url, allowed_networks, secret)
     return config, merged, request, upstream, webhook
+
+
+class _AgentSettings:
+    """What a proxied request reads of an agent's settings, as read under one settings generation
+    (store.settings_generation): its frozen AgentConfig, its JSON form as text, its provider connection, and the
+    upstreams built from them, one for each model a client names and key it is given."""
+
+    def __init__(self, config, agent_json, connections):
+        self.config = config
+        self.agent_json = agent_json
+        self.connections = connections
+        self._upstreams = {}
+
+    def upstream(self, model_name, environ, secret, transport):
+        if not self.connections:  # the scripted model (or no connection): built for each request, as a run does
+            return upstream_for_agent(self.config, model_name, self.connections, environ, transport)
+        key = (model_name, secret, transport)
+        upstream = self._upstreams.get(key)
+        if upstream is None:
+            upstream = upstream_for_agent(self.config, model_name, self.connections, environ, transport)
+            if len(self._upstreams) < SETTINGS_KEPT:
+                self._upstreams[key] = upstream
+        return upstream
+
+
+# The agents' settings a process keeps, each under the generation it was read at: a proxied request reads one small
+# row (the generation) instead of the agent, its tools and its provider connection, and builds nothing again while
+# none of them changed, here or on another replica. At most this many agents (and models of each) are kept.
+SETTINGS_KEPT = 256
+_settings = {}  # (database URL, agent id, tools) -> (generation, _AgentSettings)
+
+
+def _agent_settings(db, database_url, agent_id, tools):
+    """The agent's _AgentSettings as stored now, its tools checked against `tools` — (the built-in and installed
+    tools' registry, where tool server headers read their secrets) — and the stored tool servers' (which are
+    settings too). Raises store.NotFound. The generation is read first, so settings read after a change that came in
+    between are kept under the older number, and read again at the next request."""
+    generation = settings_generation.current(db)
+    key = (database_url, agent_id, tools)
+    kept = _settings.get(key)
+    if kept is not None and kept[0] == generation:
+        return kept[1]
+    registry = tool_server_store.registry_with_servers(db, *tools)
+    config, merged = agent_store.get_agent_config(db, agent_id, registry)
+    settings = _AgentSettings(config, json.dumps(merged), _connection_of(db, config.provider))
+    if len(_settings) >= SETTINGS_KEPT:
+        _settings.clear()
+    _settings[key] = (generation, settings)
+    return settings
 
 
 def keep_answer(database_url, agent_id, api, request, exchange, run, creator=None):

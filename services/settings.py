@@ -41,15 +41,23 @@ def allowed_networks():
     return AllowedNetworks.parse(configured_names("ALLOWED_NETWORKS"))
 
 
+def tool_secrets():
+    """Where tool server headers read their secrets (services.tool_servers.secret_environ)."""
+    return tool_server_service.secret_environ(configured_names("KEY_VARIABLES"))
+
+
+def key_environ():
+    """Where a run reads API keys: only the variables a provider connection may name (MODEL_ENVIRON in tests)."""
+    environ = current_app.config.get("MODEL_ENVIRON")
+    return provider_store.key_environ(os.environ if environ is None else environ, configured_names("KEY_VARIABLES"))
+
+
 def run_options():
     """What a run needs from the app's config besides the database (tests inject a registry, an environment or a
-    client). A run reads API keys only from the variables a provider connection may name."""
-    environ = current_app.config.get("MODEL_ENVIRON")
+    client)."""
     return {
         "registry": tool_registry(),
-        "environ": provider_store.key_environ(
-            os.environ if environ is None else environ, configured_names("KEY_VARIABLES")
-        ),
+        "environ": key_environ(),
         "transport": current_app.config.get("MODEL_TRANSPORT"),
         "lease_seconds": current_app.config["RUN_LEASE_SECONDS"],
     }

@@ -64,18 +64,18 @@ def _row(run):
     }
 
 
-def save_run(db, run, loop_state=None):
+def save_run(db, run, loop_state=None, gather=False):
     """Store a run and its log entries together (store.db.write_together); returns the run with `id` and
     `created_at`. `loop_state`: what a proxied request held for approval needs to carry on. `db` may be the
     database's URL, for a request that holds no connection (store.db.write_many_together): so may continue_run's
-    and hold_proxied_run's."""
+    and hold_proxied_run's. `gather`: other requests are about to record theirs (store.db.write_many_together)."""
     created_at = now()
     result = {key: value for key, value in run.items() if key not in ("id", "created_at")}
     # Every run row has the same columns, so those committed together are inserted by one statement.
     row = {"lease_until": None, **_row(result), "created_at": created_at}
     row["loop_state"] = None if loop_state is None else json.dumps(loop_state)
     return {
-        "id": write_many_together(db, _insert_runs, (row, run.get("log") or [])),
+        "id": write_many_together(db, _insert_runs, (row, run.get("log") or []), gather),
         **result,
         "created_at": created_at,
     }
@@ -214,7 +214,7 @@ def _run_from_row(row):
     return run
 
 
-def continue_run(db, run_id, run, conversation_key, new_log, loop_state=None):
+def continue_run(db, run_id, run, conversation_key, new_log, loop_state=None, gather=False):
     """Replace a proxied run that a client request continued, and add that request's log entries, in one
     transaction — unless another request continued it first (its conversation key is no longer
     `conversation_key`): then nothing is written and the answer is None. Returns the run as stored. `loop_state`:
@@ -233,19 +233,19 @@ def continue_run(db, run_id, run, conversation_key, new_log, loop_state=None):
             log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
         return created_at
 
-    created_at = write_together(db, write)
+    created_at = write_together(db, write, gather)
     return None if created_at is None else {"id": run_id, **result, "created_at": created_at}
 
 
-def hold_proxied_run(db, run_id, run, conversation_key, loop_state, new_log):
+def hold_proxied_run(db, run_id, run, conversation_key, loop_state, new_log, gather=False):
     """Store a proxied run whose request is held for approval, with its `loop_state`: in place of run `run_id` as
     continue_run does, or as a new run when `run_id` is None or another request continued that run first. Returns
     the run as stored."""
     if run_id is not None:
-        saved = continue_run(db, run_id, run, conversation_key, new_log, loop_state)
+        saved = continue_run(db, run_id, run, conversation_key, new_log, loop_state, gather)
         if saved is not None:
             return saved
-    return save_run(db, run, loop_state)
+    return save_run(db, run, loop_state, gather)
 
 
 def held_state(db, run_id):

@@ -98,7 +98,9 @@ def test_a_streamed_answer_arrives_through_nginx_while_the_model_is_still_writin
                 if content:
                     texts.append((content, model.written.is_set()))
                     model.released.set()  # the model writes the rest only now
-    assert texts == [("Hello ", False), ("world.", True)]  # the first words came before the model had written all
+    # The first words came before the model had written all. (Not whether it had when the last came: the model
+    # marks itself done only after its last bytes went out, and the client may read them first.)
+    assert [text for text, _ in texts] == ["Hello ", "world."] and texts[0] == ("Hello ", False)
 
 
 def test_a_streamed_request_held_for_approval_outlives_a_read_timeout_shorter_than_its_wait(replicas, tmp_path, api):
