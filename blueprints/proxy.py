@@ -40,7 +40,8 @@ class TakingTurns:
     (services.proxy.TURNS) before anything of it runs, its token check and the connection it reads with included,
     so that in a burst of proxied requests a page waits for a few of them, not for all. Its body is read first: a
     client that sends slowly holds no turn meanwhile. The turn is given back when the view returns (a stream's, before
-    it streams) and whenever the request waits for its model or for a decision."""
+    it streams) and whenever the request waits for its model or for a decision. It is counted under way until its
+    answer's last byte is written (services.proxy.count_under_way)."""
 
     def __init__(self, wsgi_app, max_body_bytes):
         self.wsgi_app = wsgi_app
@@ -49,9 +50,15 @@ class TakingTurns:
     def __call__(self, environ, start_response):
         if environ.get("REQUEST_METHOD") != "POST" or not environ.get("PATH_INFO", "").startswith("/proxy/"):
             return self.wsgi_app(environ, start_response)
-        self._read_body(environ)
-        with proxy_service.turn():
-            return self.wsgi_app(environ, start_response)
+        proxy_service.count_under_way(1)
+        try:
+            self._read_body(environ)
+            with proxy_service.turn():
+                answer = self.wsgi_app(environ, start_response)
+        except BaseException:
+            proxy_service.count_under_way(-1)
+            raise
+        return _CountedOut(answer)
 
     def _read_body(self, environ):
         try:
@@ -60,6 +67,33 @@ class TakingTurns:
             return  # the app refuses it
         if 0 < length <= self.max_body_bytes:  # a longer one is refused (413) without being read
             environ["wsgi.input"] = io.BytesIO(environ["wsgi.input"].read(length))
+
+
+class _CountedOut:
+    """The answer, its request counted out once its last byte is written or once the server closes it (a client that
+    hung up, perhaps before a byte was written), whichever comes first, and once only."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.counted = True
+
+    def __iter__(self):
+        try:
+            yield from self.answer
+        finally:
+            self._count_out()
+
+    def close(self):
+        try:
+            if hasattr(self.answer, "close"):
+                self.answer.close()
+        finally:
+            self._count_out()
+
+    def _count_out(self):
+        if self.counted:
+            self.counted = False
+            proxy_service.count_under_way(-1)
 
 
 def _api_error(api, status, message, **fields):

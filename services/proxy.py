@@ -40,30 +40,15 @@ REFUSED = "proxy_refused"  # the log's kind for a request the proxy could not se
 # A request takes its turn before anything of it runs (blueprints.proxy.TakingTurns).
 TURNS = 32
 _turns = threading.BoundedSemaphore(TURNS)
-_in_flight = [0]  # proxied requests of this process between their turn taken and their answer
-_in_flight_lock = threading.Lock()
+_under_way = [0]  # proxied requests of this process from their arrival to their answer's last byte
+_under_way_lock = threading.Lock()
 
 
 @contextmanager
 def turn():
     """One of the process's turns, for the whole of a proxied request's own work."""
     with _turns:
-        _count_in_flight(1)
-        try:
-            yield
-        finally:
-            _count_in_flight(-1)
-
-
-def _count_in_flight(change):
-    with _in_flight_lock:
-        _in_flight[0] += change
-
-
-def _others_in_flight():
-    """Whether other proxied requests of this process are under way, and may record their runs in a moment: then a
-    run is recorded in a group commit that gathers theirs (store.db.GATHER_SECONDS); alone, at once."""
-    return _in_flight[0] > 1
+        yield
 
 
 @contextmanager
@@ -74,6 +59,24 @@ def without_turn():
         yield
     finally:
         _turns.acquire()
+
+
+def count_under_way(change):
+    """A proxied request arrived (+1), or its answer ended (-1), a stream's when its last byte was written."""
+    with _under_way_lock:
+        _under_way[0] += change
+
+
+def under_way():
+    """How many proxied requests of this process are under way (count_under_way)."""
+    return _under_way[0]
+
+
+def _others_under_way():
+    """Whether other proxied requests of this process are under way, and may record their runs in a moment: then a
+    run is recorded in a group commit that gathers theirs (store.db.GATHER_SECONDS); alone, at once. Fifty streams
+    ending together were otherwise recorded one after the other, each before the next could pass its last words on."""
+    return under_way() > 1
 
 
 class _WithoutTurn:
@@ -108,17 +111,17 @@ class StoredRuns:
             return run_store.proxied_run_with_conversation(db, self.agent_id, conversation_key)
 
     def save(self, run):
-        return run_store.save_run(self.database_url, run, gather=_others_in_flight())
+        return run_store.save_run(self.database_url, run, gather=_others_under_way())
 
     def continue_run(self, run_id, run, conversation_key, new_log):
         return run_store.continue_run(
-            self.database_url, run_id, run, conversation_key, new_log, gather=_others_in_flight()
+            self.database_url, run_id, run, conversation_key, new_log, gather=_others_under_way()
         )
 
     def hold(self, replaces, run, loop_state, new_log):
         run_id, conversation_key = replaces or (None, None)
         saved = run_store.hold_proxied_run(
-            self.database_url, run_id, run, conversation_key, loop_state, new_log, gather=_others_in_flight()
+            self.database_url, run_id, run, conversation_key, loop_state, new_log, gather=_others_under_way()
         )
         if self.webhook is not None:
             self.webhook.notify(saved)

@@ -8,8 +8,8 @@ from contextlib import ExitStack
 
 import httpx2
 
-from services.proxy import TURNS, turn
-from tests.live_http import serving
+from services.proxy import TURNS, turn, under_way
+from tests.live_http import HeldStream, serving
 from tests.proxy_support import PLACE, USER, FakeUpstream, add_upstream, completion
 
 
@@ -70,6 +70,41 @@ def test_nothing_of_a_proxied_request_runs_before_its_turn_while_pages_are_answe
     assert answer.json()["error"]["message"] == "The body must be sent as JSON (Content-Type: application/json)."
 
 
+def test_a_request_is_under_way_until_its_answer_ends_however_it_ends(app, client):
+    """services.proxy.under_way counts a proxied request from its arrival until its answer's last byte: a run's commit
+    waits for the runs of the others under way to join it, so a request counted for ever would make every later
+    commit wait. Streamed (to its end, or its client hanging up halfway), whole, refused, for an unknown agent."""
+    streamed = {"model": "m", "messages": [USER], "stream": True}
+    counted = []
+    with serving(app) as base_url:
+        for hangs_up in (False, True):
+            model = HeldStream()
+            with serving(model) as model_url:
+                agent_id = f"hangs_up_{hangs_up}".lower()
+                add_upstream(app, model_url, provider_id=agent_id)
+                agent = {"label": "Streamed", "provider": agent_id}
+                assert client.put(f"/api/agents/{agent_id}", json=agent).status_code == 201
+                url = f"{base_url}/proxy/{agent_id}/v1/chat/completions"
+                with httpx2.stream("POST", url, json=streamed, timeout=BOUND) as response:
+                    lines = response.iter_lines()
+                    assert any('"Hello "' in line for line in lines)
+                    counted.append(under_way())
+                    if not hangs_up:
+                        model.released.set()
+                        assert "data: [DONE]" in list(lines)
+                model.released.set()
+                _wait_until(lambda: under_way() == 0, f"{under_way()} requests still counted under way")
+        url = f"{base_url}/proxy/hangs_up_false/v1/chat/completions"
+        answers = [
+            httpx2.post(url, json={"model": "m", "messages": "no"}, timeout=BOUND),
+            httpx2.post(f"{base_url}/proxy/nobody/v1/chat/completions", json={"messages": [USER]}, timeout=BOUND),
+        ]
+
+    assert counted == [1, 1]
+    assert [answer.status_code for answer in answers] == [400, 404]
+    assert under_way() == 0
+
+
 HERO = {"tool_calls": [{"id": "hero", "name": "place_components", "arguments": {"component": "hero"}}]}
 DONE = {"content": "Placed."}
 BOUND = 60  # seconds any one step may take before the test fails instead of hanging
@@ -84,8 +119,8 @@ def _awaiting(client):
     return client.get("/api/runs?state=awaiting_approval&agent=held").get_json()["runs"]
 
 
-def _wait_until(condition):
+def _wait_until(condition, what="the held requests did not all start waiting"):
     deadline = time.monotonic() + BOUND
     while not condition():
-        assert time.monotonic() < deadline, "the held requests did not all start waiting"
+        assert time.monotonic() < deadline, what
         time.sleep(0.05)
