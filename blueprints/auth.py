@@ -27,6 +27,7 @@ from blueprints import error_response, is_api_request, is_proxy_request, json_er
 from services.settings import login_enabled
 from store import login_failures as failure_store
 from store import sessions as session_store
+from store import settings_generation
 from store import tokens as token_store
 from store.db import get_db, open_db
 
@@ -137,7 +138,10 @@ def _api_token(api_key_header=False):
         secret = authorization.token
     else:
         secret = request.headers.get("X-Api-Key") if api_key_header else None
-    g.api_token = token_store.find_token(get_db(), secret) if secret else None
+    generation = None
+    if secret and is_proxy_request():  # read once for the token and the agent's settings (services.proxy)
+        generation = g.settings_generation = settings_generation.current(get_db())
+    g.api_token = token_store.find_token(get_db(), secret, generation) if secret else None
     return g.api_token
 
 

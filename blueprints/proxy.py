@@ -12,7 +12,7 @@ only with the token that created it.
 import io
 from itertools import chain
 
-from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context, url_for
+from flask import Blueprint, Response, current_app, g, jsonify, request, stream_with_context, url_for
 
 from blueprints import log_proxy_refusal, run_page_url_pattern
 from blueprints.auth import request_credential
@@ -123,6 +123,7 @@ def answer_in(api, agent_id):
         "registry": current_app.config["TOOL_REGISTRY"],
         "tool_secrets": tool_secrets(),
         "environ": key_environ(),
+        "settings_generation": g.get("settings_generation"),  # read with the token, when the login is on
         "transport": current_app.config.get("MODEL_TRANSPORT"),
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
         # Where the approval webhook's link leads, and what its address may be besides the rule's.

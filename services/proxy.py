@@ -178,6 +178,7 @@ def answer_and_record(
     *,
     registry=None,
     tool_secrets=None,
+    settings_generation=None,
     environ=None,
     transport=None,
     creator=None,
@@ -193,7 +194,7 @@ def answer_and_record(
     while the model answers or a decision is awaited (StoredRuns). Called inside the request's turn (`turn()`),
     which it gives back while it waits."""
     webhooks = (run_url, allowed_networks)
-    tools = (registry or default_registry(), tool_secrets)
+    tools = (registry or default_registry(), tool_secrets, settings_generation)
     config, merged, request, upstream, webhook = _prepared(
         database_url, agent_id, body, api, tools, environ, transport, creator, webhooks
     )
@@ -211,6 +212,7 @@ def stream_and_record(
     *,
     registry=None,
     tool_secrets=None,
+    settings_generation=None,
     environ=None,
     transport=None,
     creator=None,
@@ -222,7 +224,7 @@ def stream_and_record(
     The run is recorded (and the answer kept, for the Responses API) when the stream ends, however it ends: the
     stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
     webhooks = (run_url, allowed_networks)
-    tools = (registry or default_registry(), tool_secrets)
+    tools = (registry or default_registry(), tool_secrets, settings_generation)
     config, merged, request, upstream, webhook = _prepared(
         database_url, agent_id, body, api, tools, environ, transport, creator, webhooks
     )
@@ -283,20 +285,23 @@ class _AgentSettings:
 # row (the generation) instead of the agent, its tools and its provider connection, and builds nothing again while
 # none of them changed, here or on another replica. At most this many agents (and models of each) are kept.
 SETTINGS_KEPT = 256
-_settings = {}  # (database URL, agent id, tools) -> (generation, _AgentSettings)
+_settings = {}  # (database URL, agent id, registry, tool secrets) -> (generation, _AgentSettings)
 
 
 def _agent_settings(db, database_url, agent_id, tools):
     """The agent's _AgentSettings as stored now, its tools checked against `tools` — (the built-in and installed
-    tools' registry, where tool server headers read their secrets) — and the stored tool servers' (which are
-    settings too). Raises store.NotFound. The generation is read first, so settings read after a change that came in
-    between are kept under the older number, and read again at the next request."""
-    generation = settings_generation.current(db)
-    key = (database_url, agent_id, tools)
+    tools' registry, where tool server headers read their secrets, the settings' generation if the request read it
+    already) — and the stored tool servers' (which are settings too). Raises store.NotFound. The generation is read
+    first, so settings read after a change that came in between are kept under the older number, and read again at
+    the next request."""
+    registry, tool_secrets, generation = tools
+    if generation is None:
+        generation = settings_generation.current(db)
+    key = (database_url, agent_id, registry, tool_secrets)
     kept = _settings.get(key)
     if kept is not None and kept[0] == generation:
         return kept[1]
-    registry = tool_server_store.registry_with_servers(db, *tools)
+    registry = tool_server_store.registry_with_servers(db, registry, tool_secrets)
     config, merged = agent_store.get_agent_config(db, agent_id, registry)
     settings = _AgentSettings(config, json.dumps(merged), _connection_of(db, config.provider))
     if len(_settings) >= SETTINGS_KEPT:

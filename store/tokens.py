@@ -82,7 +82,24 @@ def revoke_token(db, token_id):
         execute(db, "DELETE FROM api_tokens WHERE id = :id", {"id": token_id})
 
 
-def find_token(db, secret):
-    """The token (id, name, hint, created_at, agents) whose secret this is, or None."""
-    rows = select_rows(db, f"SELECT {COLUMNS} FROM api_tokens WHERE token_hash = :hash", {"hash": _digest(secret)})
-    return _from_row(rows[0]) if rows else None
+# What this process found of the tokens it was shown, each under the settings' generation it was read at (the
+# tokens are in it: store/alembic/versions/0005_tokens_in_generation.py), for find_token's callers that give one.
+KNOWN_KEPT = 1024
+_known = {}  # SHA-256 of a secret -> (generation, the token or None)
+
+
+def find_token(db, secret, generation=None):
+    """The token (id, name, hint, created_at, agents) whose secret this is, or None. With the settings' `generation`
+    (store.settings_generation) read first, what was found under the same generation is given again without a read:
+    a token revoked since has changed it."""
+    digest = _digest(secret)
+    known = _known.get(digest) if generation is not None else None
+    if known is not None and known[0] == generation:
+        return known[1]
+    rows = select_rows(db, f"SELECT {COLUMNS} FROM api_tokens WHERE token_hash = :hash", {"hash": digest})
+    token = _from_row(rows[0]) if rows else None
+    if generation is not None:
+        if len(_known) >= KNOWN_KEPT:
+            _known.clear()
+        _known[digest] = (generation, token)
+    return token

@@ -64,11 +64,18 @@ def test_an_agent_saved_on_one_replica_is_what_the_other_runs_and_a_stale_save_i
                 on_first, "/api/agents/shared", {"label": "Shared", "script": [{"content": "One."}]}, "PUT"
             )
             assert saved.status_code == 201, saved.text
+            assert _proxied_answer(on_second) == "One."  # the second replica keeps what it read of the agent ...
             changed = {**saved.json(), "script": [{"content": "Two."}]}
             assert post_json(on_first, "/api/agents/shared", changed, "PUT").json()["revision"] == 2
             assert post_json(on_second, "/api/agents/shared/runs", {"message": "Hi"}).json()["answer"] == "Two."
+            assert _proxied_answer(on_second) == "Two."  # ... until a save on any replica changes it
             stale = post_json(on_second, "/api/agents/shared", {**saved.json(), "label": "Stale"}, "PUT")
             assert stale.status_code == 409
+
+
+def _proxied_answer(api):
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
+    return post_json(api, "/proxy/shared/v1/chat/completions", body).json()["choices"][0]["message"]["content"]
 
 
 def test_a_proxied_conversation_goes_on_whichever_replica_its_next_request_reaches(replicas):

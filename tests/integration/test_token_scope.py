@@ -11,6 +11,7 @@ from store import agents as agent_store
 from store import tokens as token_store
 from store.db import open_db
 from tests.bad_input_support import assert_json_error
+from tests.database import Database
 from tests.html_reader import page_of
 from tests.proxy_support import proxy_client
 from tests.support import make_app
@@ -150,3 +151,29 @@ def test_the_tokens_page_makes_a_token_limited_to_chosen_agents(client):
     assert refused.status_code == 400
     assert page_of(refused).errors("agents") == ["Only the proxy of names no agent with the id ghost."]
     assert "Ghost app" not in client.get("/tokens").get_data(as_text=True)
+
+
+@pytest.mark.parametrize("revoked_by", ["tokens_page", "sql"])
+def test_a_token_revoked_between_two_proxied_requests_is_refused_at_the_second(locked_app, revoked_by):
+    """A process keeps the tokens it checked under the settings' generation: a token revoked (as the Tokens page
+    revokes it), or deleted by SQL from another process or replica, changes it, and the next request is refused."""
+    token = new_token(locked_app, "chat app", ["chat"])
+    client = locked_app.test_client()
+    body = {"model": "m", "messages": [USER]}
+    first = client.post("/proxy/chat/v1/chat/completions", json=body, headers=bearer(token))
+    database = Database(locked_app.config["DATABASE_URL"])
+    try:
+        token_id = database.execute("SELECT id FROM api_tokens WHERE name = 'chat app'").scalar()
+        if revoked_by == "tokens_page":
+            token_store.revoke_token(database, token_id)
+        else:
+            database.execute("DELETE FROM api_tokens WHERE id = :id", {"id": token_id})
+    finally:
+        database.close()
+    second = client.post("/proxy/chat/v1/chat/completions", json=body, headers=bearer(token))
+
+    assert first.status_code == 200 and first.json["choices"][0]["message"]["content"] == "Hi."
+    assert second.status_code == 401
+    assert (
+        second.json["error"]["message"] == "The policy proxy needs an API token as the API key (see the Tokens page)."
+    )
