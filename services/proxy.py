@@ -285,29 +285,23 @@ class _AgentSettings:
 # row (the generation) instead of the agent, its tools and its provider connection, and builds nothing again while
 # none of them changed, here or on another replica. At most this many agents (and models of each) are kept.
 SETTINGS_KEPT = 256
-_settings = {}  # (database URL, agent id, registry, tool secrets) -> (generation, _AgentSettings)
+_settings = settings_generation.Kept(SETTINGS_KEPT)  # (database URL, agent id, registry, tool secrets): settings
 
 
 def _agent_settings(db, database_url, agent_id, tools):
     """The agent's _AgentSettings as stored now, its tools checked against `tools` — (the built-in and installed
     tools' registry, where tool server headers read their secrets, the settings' generation if the request read it
-    already) — and the stored tool servers' (which are settings too). Raises store.NotFound. The generation is read
-    first, so settings read after a change that came in between are kept under the older number, and read again at
-    the next request."""
+    already) — and the stored tool servers' (which are settings too). Raises store.NotFound."""
     registry, tool_secrets, generation = tools
+
+    def read():
+        with_servers = tool_server_store.registry_with_servers(db, registry, tool_secrets)
+        config, merged = agent_store.get_agent_config(db, agent_id, with_servers)
+        return _AgentSettings(config, json.dumps(merged), _connection_of(db, config.provider))
+
     if generation is None:
         generation = settings_generation.current(db)
-    key = (database_url, agent_id, registry, tool_secrets)
-    kept = _settings.get(key)
-    if kept is not None and kept[0] == generation:
-        return kept[1]
-    registry = tool_server_store.registry_with_servers(db, registry, tool_secrets)
-    config, merged = agent_store.get_agent_config(db, agent_id, registry)
-    settings = _AgentSettings(config, json.dumps(merged), _connection_of(db, config.provider))
-    if len(_settings) >= SETTINGS_KEPT:
-        _settings.clear()
-    _settings[key] = (generation, settings)
-    return settings
+    return _settings.get((database_url, agent_id, registry, tool_secrets), generation, read)
 
 
 def keep_answer(database_url, agent_id, api, request, exchange, run, creator=None):

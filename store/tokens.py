@@ -15,6 +15,7 @@ from engine.config import check_text
 
 from . import ValidationError, execute, get_row, insert_row, now, row_exists, select_rows
 from .db import write_transaction
+from .settings_generation import Kept
 
 PREFIX = "tg_"  # so a token pasted somewhere it should not be is recognisable
 NAME_MAX = 100
@@ -82,10 +83,9 @@ def revoke_token(db, token_id):
         execute(db, "DELETE FROM api_tokens WHERE id = :id", {"id": token_id})
 
 
-# What this process found of the tokens it was shown, each under the settings' generation it was read at (the
-# tokens are in it: store/alembic/versions/0005_tokens_in_generation.py), for find_token's callers that give one.
-KNOWN_KEPT = 1024
-_known = {}  # SHA-256 of a secret -> (generation, the token or None)
+# What this process found of the tokens it was shown (the SHA-256 of a secret: the token or None), for find_token's
+# callers that give the settings' generation (the tokens are in it).
+_known = Kept(1024)
 
 
 def find_token(db, secret, generation=None):
@@ -93,13 +93,9 @@ def find_token(db, secret, generation=None):
     (store.settings_generation) read first, what was found under the same generation is given again without a read:
     a token revoked since has changed it."""
     digest = _digest(secret)
-    known = _known.get(digest) if generation is not None else None
-    if known is not None and known[0] == generation:
-        return known[1]
-    rows = select_rows(db, f"SELECT {COLUMNS} FROM api_tokens WHERE token_hash = :hash", {"hash": digest})
-    token = _from_row(rows[0]) if rows else None
-    if generation is not None:
-        if len(_known) >= KNOWN_KEPT:
-            _known.clear()
-        _known[digest] = (generation, token)
-    return token
+
+    def read():
+        rows = select_rows(db, f"SELECT {COLUMNS} FROM api_tokens WHERE token_hash = :hash", {"hash": digest})
+        return _from_row(rows[0]) if rows else None
+
+    return read() if generation is None else _known.get(digest, generation, read)
