@@ -194,9 +194,9 @@ def answer_and_record(
     while the model answers or a decision is awaited (StoredRuns). Called inside the request's turn (`turn()`),
     which it gives back while it waits."""
     webhooks = (run_url, allowed_networks)
-    tools = (registry or default_registry(), tool_secrets, settings_generation)
+    tools = (registry or default_registry(), tool_secrets)
     config, merged, request, upstream, webhook = _prepared(
-        database_url, agent_id, body, api, tools, environ, transport, creator, webhooks
+        database_url, agent_id, body, api, tools, settings_generation, environ, transport, creator, webhooks
     )
     runs = _StoredWithoutTurn(database_url, agent_id, webhook)
     exchange, run = serve(config, merged, request, _WithoutTurn(upstream), runs)
@@ -224,9 +224,9 @@ def stream_and_record(
     The run is recorded (and the answer kept, for the Responses API) when the stream ends, however it ends: the
     stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
     webhooks = (run_url, allowed_networks)
-    tools = (registry or default_registry(), tool_secrets, settings_generation)
+    tools = (registry or default_registry(), tool_secrets)
     config, merged, request, upstream, webhook = _prepared(
-        database_url, agent_id, body, api, tools, environ, transport, creator, webhooks
+        database_url, agent_id, body, api, tools, settings_generation, environ, transport, creator, webhooks
     )
     # Its reads and checks are done in the request's turn; what it streams is not (a slow client would hold a turn
     # while it reads): the turn is given back before the upstream is asked (blueprints.proxy).
@@ -243,9 +243,9 @@ def stream_and_record(
     return request, streamed, pieces()
 
 
-def _prepared(database_url, agent_id, body, api, tools, environ, transport, creator, webhooks):
+def _prepared(database_url, agent_id, body, api, tools, generation, environ, transport, creator, webhooks):
     with pooled_db(database_url) as db:
-        settings = _agent_settings(db, database_url, agent_id, tools)
+        settings = _agent_settings(db, database_url, agent_id, tools, generation)
         request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
     config, connections = settings.config, settings.connections
     key_variable = connections[config.provider]["api_key_env"] if connections else None
@@ -288,11 +288,12 @@ SETTINGS_KEPT = 256
 _settings = settings_generation.Kept(SETTINGS_KEPT)  # (database URL, agent id, registry, tool secrets): settings
 
 
-def _agent_settings(db, database_url, agent_id, tools):
+def _agent_settings(db, database_url, agent_id, tools, generation=None):
     """The agent's _AgentSettings as stored now, its tools checked against `tools` — (the built-in and installed
-    tools' registry, where tool server headers read their secrets, the settings' generation if the request read it
-    already) — and the stored tool servers' (which are settings too). Raises store.NotFound."""
-    registry, tool_secrets, generation = tools
+    tools' registry, where tool server headers read their secrets) — and the stored tool servers' (which are settings
+    too). `generation`: the settings' generation, when the request read it already (with its token). Raises
+    store.NotFound."""
+    registry, tool_secrets = tools
 
     def read():
         with_servers = tool_server_store.registry_with_servers(db, registry, tool_secrets)
