@@ -53,15 +53,41 @@ def make_run_server(host="127.0.0.1", port=0):
 MAKE_RUN = make_run_server()
 
 
+_answering = threading.local()  # the answer the request of this thread is writing (serving: a thread per request)
+
+
 class QuietRequestHandler(WSGIRequestHandler):
     def log_request(self, *args, **kwargs):
         """Hundreds of requests a test: no line for each."""
+
+    def run_wsgi(self):
+        """The answer closed however the request ends. werkzeug closes it last, after reading what the client may
+        still send; when the client hung up (a browser leaving a page while a script still loads), that read raises
+        first and a file being sent stayed open, a ResourceWarning that failed whichever test ran at the next
+        collection."""
+        try:
+            super().run_wsgi()
+        finally:
+            answer = getattr(_answering, "answer", None)
+            _answering.answer = None
+            if hasattr(answer, "close"):
+                answer.close()
+
+
+def _remembering_answers(wsgi_app):
+    def app(environ, start_response):
+        _answering.answer = wsgi_app(environ, start_response)
+        return _answering.answer
+
+    return app
 
 
 @contextmanager
 def serving(wsgi_app):
     """Serve `wsgi_app` with a thread per request until the block ends; yields its base URL."""
-    server = make_server("127.0.0.1", 0, wsgi_app, threaded=True, request_handler=QuietRequestHandler)
+    server = make_server(
+        "127.0.0.1", 0, _remembering_answers(wsgi_app), threaded=True, request_handler=QuietRequestHandler
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
