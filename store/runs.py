@@ -266,15 +266,17 @@ def save_loop_state(db, run_id, loop_state):
         )
 
 
+# Served by the index on (agent_id, conversation_key, id): one entry read, however many runs share the key (0006).
+CONVERSATION_LOOKUP = (
+    "SELECT * FROM runs WHERE agent_id = :agent_id AND conversation_key = :key ORDER BY id DESC LIMIT 1"
+)
+
+
 def proxied_run_with_conversation(db, agent_id, conversation_key):
     """The agent's latest proxied run whose client holds this conversation, or None. Read in one query: a run found
     by its key and then read again could have been continued by another request in between, and its transcript would
     then already hold the results this request brings."""
-    rows = select_rows(
-        db,
-        "SELECT * FROM runs WHERE agent_id = :agent_id AND conversation_key = :key ORDER BY id DESC LIMIT 1",
-        {"agent_id": agent_id, "key": conversation_key},
-    )
+    rows = select_rows(db, CONVERSATION_LOOKUP, {"agent_id": agent_id, "key": conversation_key})
     return _run_from_row(rows[0]) if rows else None
 
 
