@@ -27,7 +27,8 @@ them, one line says which are not installed.
 served the app before (waitress, 32 threads), measured in the same run for the before and after;
 `make-run-postgresql` serves it as `make run` does on a database of a throwaway PostgreSQL cluster that waits for the
 disk (tests/postgresql.py), and `two-replicas-nginx` as two such replicas on one database behind the README's nginx
-(tests/replicas.py, tests/nginx.py), signed in with an API token; after them, one replica of two is killed
+(tests/replicas.py, tests/nginx.py), one gevent worker each (`make run WORKERS=1`: together the two workers one
+replica has on this 2-core machine), signed in with an API token; after them, one replica of two is killed
 (`kill -9`) during N = KILLED_DURING requests through nginx. On PostgreSQL the CPU per request counts the cluster's
 processes beside the app's, and nginx's (SQLite's work is in the app's own).
 """
@@ -48,7 +49,7 @@ import httpx2
 from sqlalchemy import text
 
 from store.db import engine_for
-from tests.live_http import MAKE_RUN, AppProcess
+from tests.live_http import MAKE_RUN, AppProcess, make_run_server
 from tests.nginx import in_front_of
 from tests.postgresql import Cluster
 from tests.replicas import signed_in, token_on, two_replicas
@@ -72,7 +73,9 @@ SERVERS = {
     "make-run": MAKE_RUN,
     "waitress-32": WAITRESS_32,
     "make-run-postgresql": MAKE_RUN,
-    "two-replicas-nginx": MAKE_RUN,
+    # Each replica as `make run WORKERS=1` serves it: the two share this machine's two cores as one replica's two
+    # workers do, so what they add is the extra hop and the shared database, not four workers crowding two cores.
+    "two-replicas-nginx": make_run_server(workers=1),
 }
 ON_POSTGRESQL = ("make-run-postgresql", "two-replicas-nginx")
 KILLED_DURING = 300
@@ -378,7 +381,9 @@ def serving(server, folder, upstream_url, cluster):
     if server == "two-replicas-nginx":
         url = prepare(folder, upstream_url, url=cluster.create_database())
         with ExitStack() as stack:
-            replicas = stack.enter_context(two_replicas(cluster, Path(folder), TOOLGATE_DATABASE_URL=url, **key))
+            replicas = stack.enter_context(
+                two_replicas(cluster, Path(folder), SERVERS[server], TOOLGATE_DATABASE_URL=url, **key)
+            )
             nginx = stack.enter_context(in_front_of([replica.url for replica in replicas], Path(folder) / "nginx"))
             person = stack.enter_context(signed_in(nginx.url))
             headers = {"Authorization": f"Bearer {token_on(person)}"}
@@ -494,7 +499,7 @@ def replica_killed(folder, upstream_url, cluster):
     place.mkdir()
     key = {KEY_VARIABLE: "sk-bench-upstream", "TOOLGATE_DATABASE_URL": url}
     with (
-        two_replicas(cluster, place, **key) as (survivor, victim),
+        two_replicas(cluster, place, SERVERS["two-replicas-nginx"], **key) as (survivor, victim),
         in_front_of([survivor.url, victim.url], place / "nginx") as nginx,
         signed_in(nginx.url) as person,
     ):

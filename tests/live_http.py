@@ -36,11 +36,13 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def make_run_server(host="127.0.0.1", port=0):
+def make_run_server(host="127.0.0.1", port=0, workers=None):
     """The arguments to python that serve the app as `make run` does: its recipe's last command (the server), as
-    `make -n` prints it with `host` and `port` (0: a free one), its program run as a module of this virtualenv."""
+    `make -n` prints it with `host` and `port` (0: a free one), and `workers` when given (else the Makefile's), its
+    program run as a module of this virtualenv."""
+    variables = [f"HOST={host}", f"PORT={port}", *([f"WORKERS={workers}"] if workers else [])]
     printed = subprocess.run(
-        ["make", "--no-print-directory", "-n", "run", f"HOST={host}", f"PORT={port}"],
+        ["make", "--no-print-directory", "-n", "run", *variables],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -11,16 +11,16 @@ PASSWORD = "one passphrase for both replicas"
 
 
 @contextmanager
-def two_replicas(cluster, folder, **environment):
-    """Two replicas of the app on one new database (migrated by whichever starts first), with `environment` besides:
-    their processes, ready."""
+def two_replicas(cluster, folder, server=MAKE_RUN, **environment):
+    """Two replicas of the app on one new database (migrated by whichever starts first), each served by `server`
+    (python's arguments: `make run`'s server by default), with `environment` besides: their processes, ready."""
     environment = {
         "TOOLGATE_DATABASE_URL": cluster.create_database(),
         "TOOLGATE_ADMIN_PASSWORD": PASSWORD,
         **environment,
     }
     processes = [
-        AppProcess(MAKE_RUN, folder / "unused.db", folder / f"{name}.log", ready_path="/login", **environment)
+        AppProcess(server, folder / "unused.db", folder / f"{name}.log", ready_path="/login", **environment)
         for name in "ab"
     ]
     try:
