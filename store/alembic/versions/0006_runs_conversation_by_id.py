@@ -3,8 +3,8 @@ the agent's latest run with a conversation key. Its index held the agent and the
 had to find every run with that key and sort them, or, in the generic plan psycopg's prepared statement gets once
 many runs share a key (an agent whose conversations all open alike), walk the runs table backwards by id until one
 matched: 0.39 ms a request at 2,000 runs of one opening, growing with the table. With the id in the index the look-up
-reads one entry, or none, whatever the plan. (SQLite's index held the id already, as the rowid every index ends with;
-it gets the same index, so both engines keep one schema.)"""
+reads one entry, or none (tests/integration/test_conversation_lookup.py). SQLite's index held the id already, as the
+rowid every index ends with; it gets the same index, so both engines keep one schema."""
 
 from alembic import op
 
