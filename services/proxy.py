@@ -110,6 +110,10 @@ class StoredRuns:
         with pooled_db(self.database_url) as db:
             return run_store.proxied_run_with_conversation(db, self.agent_id, conversation_key)
 
+    def find_each(self, conversation_keys):
+        with pooled_db(self.database_url) as db:
+            return run_store.proxied_runs_with_conversations(db, self.agent_id, conversation_keys)
+
     def save(self, run):
         return run_store.save_run(self.database_url, run, gather=_others_under_way())
 

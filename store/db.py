@@ -17,7 +17,8 @@ fails at once with "database is locked" when another connection commits in betwe
 while `BEGIN IMMEDIATE` takes the write lock when it begins and waits up to the busy timeout for it, so writers
 queue instead of failing. Inside another one it is a savepoint. A write that many requests make at the same moment
 (a run recorded) goes through `write_together(db, write)` or `write_many_together`, which commit them in one such
-transaction.
+transaction — or, for a write of one statement that no other joined, in none: one statement is atomic by itself, and
+on PostgreSQL BEGIN and COMMIT would be a round trip each.
 """
 
 import os
@@ -200,9 +201,10 @@ def write_transaction(db):
 
 
 class _Write:
-    def __init__(self, write_many, item):
+    def __init__(self, write_many, item, one_statement):
         self.write_many = write_many
         self.item = item
+        self.one_statement = one_statement
         self.done = threading.Event()
         self.result = None
         self.error = None
@@ -237,13 +239,13 @@ def _each_alone(db, writes):
     return [write(db) for write in writes]
 
 
-def write_together(db, write, gather=False):
+def write_together(db, write, gather=False, one_statement=False):
     """`write(db)`, committed with the writes other requests hand in at the same moment (write_many_together);
     its result."""
-    return write_many_together(db, _each_alone, write, gather)
+    return write_many_together(db, _each_alone, write, gather, one_statement)
 
 
-def write_many_together(db, write_many, item, gather=False):
+def write_many_together(db, write_many, item, gather=False, one_statement=False):
     """The write of `item`, committed in one write transaction with the writes other requests of this process hand
     in at the same moment (a group commit); its result. `write_many(db, items)` writes items and returns their
     results in order: the items handed in with the same write_many are written by one call of it (one INSERT of
@@ -255,7 +257,9 @@ def write_many_together(db, write_many, item, gather=False):
     `db` is the request's connection, or the database's URL when the request holds none (a proxied request records
     its run so): its write is handed in without a connection, and only the request that commits takes one. `gather`:
     other requests of this process are about to hand theirs in (proxied requests in flight), so the first lets those
-    that are ready run for GATHER_SECONDS before it commits.
+    that are ready run for GATHER_SECONDS before it commits. `one_statement`: `write_many(db, [item])` makes one
+    statement, which is atomic by itself: when no other write joins it, it is committed as it runs, without a
+    transaction (on PostgreSQL its BEGIN and COMMIT are a round trip each, more than the statement's own).
 
     The first request to hand one in commits: it lets the other requests that are ready run first (under gevent,
     those whose answer came in meanwhile), so they can join, then commits on its connection whatever has come in.
@@ -266,13 +270,13 @@ def write_many_together(db, write_many, item, gather=False):
     one comes and commits them. Inside a write transaction already, or on an in-memory database, the write runs on
     its own."""
     if isinstance(db, str):
-        return _hand_in_without_connection(db, write_many, item, gather)
+        return _hand_in_without_connection(db, _Write(write_many, item, one_statement), gather)
     url = db.engine.url
     if db.info.get(WRITING) or _in_memory(url):
         with write_transaction(db):
             return write_many(db, [item])[0]
     group = _group(url)
-    mine = _Write(write_many, item)
+    mine = _Write(write_many, item, one_statement)
     with group.lock:
         group.waiting.append(mine)
         commits = not group.committing
@@ -299,13 +303,12 @@ def _outcome(write):
     return write.result
 
 
-def _hand_in_without_connection(url_or_path, write_many, item, gather):
+def _hand_in_without_connection(url_or_path, mine, gather):
     url = engine_for(url_or_path).url
     if _in_memory(url):
         with pooled_db(url_or_path) as db, write_transaction(db):
-            return write_many(db, [item])[0]
+            return mine.write_many(db, [mine.item])[0]
     group = _group(url)
-    mine = _Write(write_many, item)
     with group.lock:
         group.waiting.append(mine)
         opens = not (group.committing or group.opening)
@@ -355,7 +358,15 @@ def _commit_batch(db, batch):
     """Commit a batch of writes in one transaction, a write that raises failing alone. The writes are made
     together first, one call of each write_many for all its items, with no savepoint (on PostgreSQL each costs a
     round trip); if one raises, that transaction is rolled back and the batch is written again, each write on its
-    own in a savepoint, rolled back alone if it raises."""
+    own in a savepoint, rolled back alone if it raises. A lone write of one statement is made without a
+    transaction."""
+    if len(batch) == 1 and batch[0].one_statement:
+        [pending] = batch
+        try:
+            pending.result = pending.write_many(db, [pending.item])[0]
+        except Exception as error:  # noqa: BLE001 - the request whose write it was raises it
+            pending.error = error
+        return
     together = {}
     for pending in batch:
         together.setdefault(pending.write_many, []).append(pending)

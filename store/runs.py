@@ -74,8 +74,9 @@ def save_run(db, run, loop_state=None, gather=False):
     # Every run row has the same columns, so those committed together are inserted by one statement.
     row = {"lease_until": None, **_row(result), "created_at": created_at}
     row["loop_state"] = None if loop_state is None else json.dumps(loop_state)
+    log = run.get("log") or []
     return {
-        "id": write_many_together(db, _insert_runs, (row, run.get("log") or []), gather),
+        "id": write_many_together(db, _insert_runs, (row, log), gather, one_statement=not log),
         **result,
         "created_at": created_at,
     }
@@ -233,7 +234,7 @@ def continue_run(db, run_id, run, conversation_key, new_log, loop_state=None, ga
             log_store.add_entries(db, new_log, run_id=run_id, created_at=now())
         return created_at
 
-    created_at = write_together(db, write, gather)
+    created_at = write_together(db, write, gather, one_statement=not new_log)
     return None if created_at is None else {"id": run_id, **result, "created_at": created_at}
 
 
@@ -266,18 +267,31 @@ def save_loop_state(db, run_id, loop_state):
         )
 
 
-# Served by the index on (agent_id, conversation_key, id): one entry read, however many runs share the key (0006).
-CONVERSATION_LOOKUP = (
-    "SELECT * FROM runs WHERE agent_id = :agent_id AND conversation_key = :key ORDER BY id DESC LIMIT 1"
-)
+def conversation_lookup(count):
+    """The statement that reads the agent's (:agent_id) latest run with each of `count` conversation keys (:key0,
+    :key1, …): one statement, so one round trip to PostgreSQL, for the keys a proxied request looks up (the run its
+    conversation continues, and one held for approval). Each is served by the index on (agent_id, conversation_key,
+    id): one entry read, however many runs share the key (0006)."""
+    return " UNION ALL ".join(
+        f"SELECT * FROM (SELECT * FROM runs WHERE agent_id = :agent_id AND conversation_key = :key{number} "
+        f"ORDER BY id DESC LIMIT 1) AS latest{number}"
+        for number in range(count)
+    )
+
+
+def proxied_runs_with_conversations(db, agent_id, conversation_keys):
+    """{key: the agent's latest proxied run whose client holds that conversation, or None} for each key. Each run is
+    read in the one query: a run found by its key and then read again could have been continued by another request
+    in between, and its transcript would then already hold the results this request brings."""
+    parameters = {f"key{number}": key for number, key in enumerate(conversation_keys)}
+    rows = select_rows(db, conversation_lookup(len(parameters)), {"agent_id": agent_id, **parameters})
+    found = {row["conversation_key"]: _run_from_row(row) for row in rows}
+    return {key: found.get(key) for key in conversation_keys}
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):
-    """The agent's latest proxied run whose client holds this conversation, or None. Read in one query: a run found
-    by its key and then read again could have been continued by another request in between, and its transcript would
-    then already hold the results this request brings."""
-    rows = select_rows(db, CONVERSATION_LOOKUP, {"agent_id": agent_id, "key": conversation_key})
-    return _run_from_row(rows[0]) if rows else None
+    """The agent's latest proxied run whose client holds this conversation, or None."""
+    return proxied_runs_with_conversations(db, agent_id, [conversation_key])[conversation_key]
 
 
 def get_run(db, run_id):

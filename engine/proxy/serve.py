@@ -51,9 +51,10 @@ class _Conversation:
         self.digest = ClientConversation(request.messages)
         self.point = self.digest.point
         self.held_key = HELD_KEY + conversation_key(request.messages)
-        held = runs.find(self.held_key)
+        found = runs.find_each([self.held_key, *([self.point[0]] if self.point else [])])  # one look-up for both
+        held = found[self.held_key]
         self.attached = held if held is not None and held.get("state") == AWAITING else None
-        self.stored = runs.find(self.point[0]) if self.point else None
+        self.stored = found[self.point[0]] if self.point else None
         self.history = restored_history(self.stored, request.messages, self.point[1]) if self.stored else None
         self.base = self.stored if self.stored is not None and continues_run(request, self.point[1]) else None
         self.opening = len(request.messages if self.history is None else self.history)
@@ -206,7 +207,8 @@ class _Conversation:
 def answer_and_record(config, agent, request, ask, runs):
     """(the Exchange, the recorded run). `config` and `agent`: the agent's AgentConfig and its JSON form (the run's
     snapshot); `request`: the ProxyRequest; `ask(body)`: the upstream (engine.proxy.upstream); `runs`: where proxied
-    runs are kept — `find(conversation key)` the latest run whose client holds that conversation, or None;
+    runs are kept — `find(conversation key)` the latest run whose client holds that conversation, or None, and
+    `find_each(keys)` {key: that run or None} for several keys at once;
     `save(run)` stores a new run and returns it with its id; `continue_run(run id, run, conversation key, new log
     entries)` replaces a run unless another request continued it first (then None); and for responses held for
     approval `hold`, `held`, `take`, `put_loop` and `let_go` (services.proxy.StoredRuns)."""
@@ -254,6 +256,9 @@ class RunsInMemory:
             (run for run in reversed(self.runs) if (run.get("conversation") or {}).get("key") == conversation_key),
             None,
         )
+
+    def find_each(self, conversation_keys):
+        return {key: self.find(key) for key in conversation_keys}
 
     def save(self, run):
         run = {"id": len(self.runs) + 1, **run}

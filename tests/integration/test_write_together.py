@@ -60,11 +60,11 @@ def hand_in(request, database):
     """How a request hands in `write` (write_together): on a connection of the pool it holds meanwhile, as a page's
     request does, or by the database's URL, holding none, as a proxied request records its run."""
     if request.param == "without a connection":
-        return lambda write: write_together(database, write)
+        return lambda write, **options: write_together(database, write, **options)
 
-    def on_its_connection(write):
+    def on_its_connection(write, **options):
         with pooled_db(database) as db:
-            return write_together(db, write)
+            return write_together(db, write, **options)
 
     return on_its_connection
 
@@ -222,6 +222,70 @@ def test_a_write_that_fails_fails_alone_and_the_others_are_committed(database, h
     assert outcomes == ["IntegrityError" if number % 3 == 0 else "committed" for number in range(THREADS)]
     committed = [number for number in range(THREADS) if number % 3]
     assert _stored_notes(database) == {"taken"} | {f"{part} {n}" for n in committed for part in ("before", "note")}
+
+
+def _statements_of(database, write):
+    """(what `write()` returned or raised, the statements it sent to the database, BEGIN included)."""
+    statements = []
+
+    def listen(_connection, _cursor, statement, *_):
+        statements.append("BEGIN" if statement in ("BEGIN", "BEGIN IMMEDIATE") else statement)
+
+    engine = engine_for(database)
+    event.listen(engine, "before_cursor_execute", listen)
+    try:
+        try:
+            outcome = write()
+        except Exception as error:  # noqa: BLE001 - what it raised is part of the assertion
+            outcome = type(error).__name__
+    finally:
+        event.remove(engine, "before_cursor_execute", listen)
+    return outcome, statements
+
+
+def test_a_lone_write_of_one_statement_is_committed_without_a_transaction(database, hand_in):
+    """No BEGIN, and no COMMIT (in autocommit the driver sends none): on PostgreSQL each is a round trip, and a
+    proxied request answered alone records its run so. What it wrote is there, on another connection."""
+    note_id, statements = _statements_of(database, lambda: hand_in(_note("alone"), one_statement=True))
+
+    assert [statement.split()[:3] for statement in statements] == [["INSERT", "INTO", "notes"]]
+    with pooled_db(database) as reader:
+        assert select_value(reader, "SELECT text FROM notes WHERE id = :id", {"id": note_id}) == "alone"
+
+
+def test_a_lone_write_of_one_statement_that_fails_raises_and_the_next_is_committed(database, hand_in):
+    hand_in(_note("taken"), one_statement=True)
+
+    assert _statements_of(database, lambda: hand_in(_note("taken"), one_statement=True))[0] == "IntegrityError"
+    hand_in(_note("after"), one_statement=True)
+    assert _stored_notes(database) == {"taken", "after"}
+
+
+def test_a_lone_write_of_several_statements_is_one_transaction(database, hand_in):
+    """Both statements of a write, or neither: its first is rolled back when its second fails."""
+    hand_in(_note("taken"))
+
+    outcome, statements = _statements_of(database, lambda: hand_in(_note("taken", first="before")))
+
+    assert outcome == "IntegrityError"
+    assert statements[0] == "BEGIN"
+    assert _stored_notes(database) == {"taken"}
+
+
+def test_a_proxied_run_without_log_entries_is_one_insert_and_one_with_entries_a_transaction(database):
+    run = {"agent_id": "canvas", "message": "Hi", "stop_reason": "answered", "rounds": []}
+    entry = {"level": "warning", "kind": "call_limit", "agent_id": "canvas", "message": "Two calls."}
+
+    saved, alone = _statements_of(database, lambda: run_store.save_run(database, run))
+    logged, with_entry = _statements_of(database, lambda: run_store.save_run(database, {**run, "log": [entry]}))
+
+    assert [statement.split()[:3] for statement in alone] == [["INSERT", "INTO", '"runs"']]
+    assert [statement.split()[:3] for statement in with_entry] == [
+        ["BEGIN"], ["INSERT", "INTO", '"runs"'], ["INSERT", "INTO", "log"]
+    ]
+    with pooled_db(database) as reader:
+        assert run_store.get_run(reader, saved["id"])["message"] == "Hi"
+        assert select_value(reader, "SELECT message FROM log WHERE run_id = :id", {"id": logged["id"]}) == "Two calls."
 
 
 def test_a_write_inside_a_transaction_joins_it_and_goes_with_its_rollback(database):
