@@ -30,7 +30,9 @@ disk (tests/postgresql.py), and `two-replicas-nginx` as two such replicas on one
 (tests/replicas.py, tests/nginx.py), one gevent worker each (`make run WORKERS=1`: together the two workers one
 replica has on this 2-core machine), signed in with an API token; after them, one replica of two is killed
 (`kill -9`) during N = KILLED_DURING requests through nginx. On PostgreSQL the CPU per request counts the cluster's
-processes beside the app's, and nginx's (SQLite's work is in the app's own).
+processes beside the app's, and nginx's (SQLite's work is in the app's own). With both `make-run` and
+`make-run-postgresql`, a last phase serves the two side by side and sends one request at a time to each in
+alternation (engines_side_by_side).
 """
 
 import argparse
@@ -477,6 +479,43 @@ def _measure(app, floor, others, upstream_url, sizes):
     }
 
 
+# Served side by side, both at once, for one request at a time to each in alternation (engines_side_by_side).
+SIDE_BY_SIDE = ("make-run", "make-run-postgresql")
+
+
+def engines_side_by_side(folder, upstream_url, cluster):
+    """One request at a time to the model directly and through each of SIDE_BY_SIDE in alternation, both served at
+    once on fresh databases, after WARM_UP_BURSTS bursts of WARM_UP to each: {name: latencies}, "direct" first.
+    Measured phase after phase, each engine met the machine in another state (direct one at a time took 0.7 ms in
+    one phase and 1.7 ms in the next of the same run): side by side, both meet the same."""
+    place = Path(folder) / "side by side"
+    place.mkdir()
+    direct = f"{upstream_url}/v1/chat/completions"
+    with ExitStack() as stack:
+        served = {server: stack.enter_context(serving(server, place, upstream_url, cluster)) for server in SIDE_BY_SIDE}
+        urls = {server: f"{app.base_url}/proxy/{AGENT_ID}/v1/chat/completions" for server, app in served.items()}
+        headers = {urls[server]: app.headers for server, app in served.items()}
+        for _ in range(WARM_UP_BURSTS):
+            for url in urls.values():
+                asyncio.run(burst(url, WARM_UP, keep_alive=False, model="instant", headers=headers[url]))
+        alone = asyncio.run(one_at_a_time([direct, *urls.values()], headers=headers))
+    return {"direct": alone[direct], **{server: alone[url] for server, url in urls.items()}}
+
+
+def print_side_by_side(latencies):
+    direct = latencies.pop("direct")
+    print(
+        f"  {' and '.join(latencies)} served side by side, one request at a time to each in alternation "
+        f"({ONE_AT_A_TIME} each), added over direct:"
+    )
+    for share in (0.5, 0.95):
+        base = percentile(direct, share)
+        added = {server: (percentile(samples, share) - base) * 1000 for server, samples in latencies.items()}
+        first, second = added.values()
+        figures = ", ".join(f"{server} {ms:+.2f} ms" for server, ms in added.items())
+        print(f"    p{round(share * 100)}: direct {base * 1000:.2f} ms, {figures} ({second / first:.2f}x)")
+
+
 async def _ask_each(url, size, headers):
     """`size` requests released together: [(status or None when the connection failed)] of each."""
 
@@ -664,6 +703,8 @@ def report(servers=("make-run",), sizes=SIZES):
             print_figures(server, measure(server, folder, upstream_url, sizes, cluster))
         if "two-replicas-nginx" in servers:
             print_killed(replica_killed(folder, upstream_url, cluster))
+        if set(SIDE_BY_SIDE) <= set(servers):
+            print_side_by_side(engines_side_by_side(folder, upstream_url, cluster))
 
 
 if __name__ == "__main__":

@@ -86,7 +86,8 @@ def _sqlite_reads_one_entry(database, key):
     searches = [step for step in steps if step.split()[1:2] == ["runs"]]  # not the scan of each one-row subquery
     assert len(searches) == 2 and not [step for step in steps if "TEMP B-TREE" in step], steps
     for step in searches:
-        assert step.startswith("SEARCH runs USING INDEX ") and step.endswith("(agent_id=? AND conversation_key=?)"), steps
+        assert step.startswith("SEARCH runs USING INDEX "), steps
+        assert step.endswith("(agent_id=? AND conversation_key=?)"), steps
 
 
 def test_the_lookup_reads_one_index_entry_however_many_runs_share_the_key(engine, database, shared_key):

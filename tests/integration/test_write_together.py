@@ -281,7 +281,9 @@ def test_a_proxied_run_without_log_entries_is_one_insert_and_one_with_entries_a_
 
     assert [statement.split()[:3] for statement in alone] == [["INSERT", "INTO", '"runs"']]
     assert [statement.split()[:3] for statement in with_entry] == [
-        ["BEGIN"], ["INSERT", "INTO", '"runs"'], ["INSERT", "INTO", "log"]
+        ["BEGIN"],
+        ["INSERT", "INTO", '"runs"'],
+        ["INSERT", "INTO", "log"],
     ]
     with pooled_db(database) as reader:
         assert run_store.get_run(reader, saved["id"])["message"] == "Hi"
