@@ -1,4 +1,4 @@
-"""The proxy's look-up of the run a conversation continues (and of a held one: store.runs.CONVERSATION_LOOKUP) reads
+"""The proxy's look-up of the run a conversation continues (and of a held one: store.runs.conversation_lookup) reads
 the agent's latest run with a conversation key. Its index held the agent and the key but not the id, so PostgreSQL
 had to find every run with that key and sort them, or, in the generic plan psycopg's prepared statement gets once
 many runs share a key (an agent whose conversations all open alike), walk the runs table backwards by id until one
