@@ -107,8 +107,7 @@ class StoredRuns:
         self.lease_seconds = lease_seconds
 
     def find(self, conversation_key):
-        with pooled_db(self.database_url) as db:
-            return run_store.proxied_run_with_conversation(db, self.agent_id, conversation_key)
+        return self.find_each([conversation_key])[conversation_key]
 
     def find_each(self, conversation_keys):
         with pooled_db(self.database_url) as db:
