@@ -36,6 +36,9 @@ bp = Blueprint("auth", __name__)
 SESSION_KEY = "session_id"
 # The schema serves editors, which hold no login; a client's probe of the proxy is answered whatever its key.
 OPEN_ENDPOINTS = ("auth.login", "static", "agents.agent_schema", "proxy_probes.probe")
+# The policy proxy's endpoints that answer a client through services.proxy, whose look-up confirms the settings'
+# generation the request's token was checked under.
+ANSWERING_ENDPOINTS = ("proxy.chat_completions", "proxy.messages", "proxy.responses")
 MAX_IDLE_MINUTES = 366 * 24 * 60
 # A path on this site: "/" then anything but a second slash or backslash (browsers read "//x" and "/\\x" as another
 # site), and no control character or space (a browser drops tabs and line breaks, and a header cannot hold them).
@@ -129,20 +132,58 @@ def _safe_next(target):
     return target if target and SITE_PATH.fullmatch(target) else url_for("agents.list_agents")
 
 
-def _api_token(api_key_header=False):
+def _api_token(api_key_header=False, generation=None):
     """The valid API token the request carries, or None: as `Authorization: Bearer …`, or with `api_key_header`
-    (the policy proxy) as `X-Api-Key: …`, where Anthropic's clients send their key. Kept on `g` for
-    request_credential."""
+    (the policy proxy) as `X-Api-Key: …`, where Anthropic's clients send their key; as found under the settings'
+    `generation` (store.tokens.find_token), when given. Kept on `g` for request_credential."""
     authorization = request.authorization
     if authorization is not None and authorization.type == "bearer" and authorization.token:
         secret = authorization.token
     else:
         secret = request.headers.get("X-Api-Key") if api_key_header else None
-    generation = None
-    if secret and is_proxy_request():  # read once for the token and the agent's settings (services.proxy)
-        generation = g.settings_generation = settings_generation.current(get_db())
     g.api_token = token_store.find_token(get_db(), secret, generation) if secret else None
     return g.api_token
+
+
+def _proxy_refusal():
+    """The policy proxy's answer to a request whose token is refused under the settings' generation on `g`, or None
+    when it may go on."""
+    token = _api_token(api_key_header=True, generation=g.settings_generation)
+    if token is not None:
+        refusal = _limited_to(token)
+        return None if refusal is None else proxy_error(403, refusal, code="permission_denied")
+    message = "The policy proxy needs an API token as the API key (see the Tokens page)."
+    response, status = proxy_error(401, message, code="invalid_api_key")
+    response.headers["WWW-Authenticate"] = 'Bearer realm="Toolgate policy proxy"'
+    return response, status
+
+
+def _check_proxy_token():
+    """The refusal of a proxied request's token, or None. The settings' generation it is checked under (and the
+    agent's settings read, services.proxy) is read once for both; a request the proxy answers goes on under the one
+    its process saw last instead, which its look-up confirms (services.proxy.SettingsChanged) — one round trip fewer
+    on PostgreSQL. A token refused under that one is checked again under the current one: it may have been made, or
+    widened, elsewhere meanwhile."""
+    db = get_db()
+    if request.endpoint in ANSWERING_ENDPOINTS:
+        g.settings_generation, g.generation_confirmed = settings_generation.to_go_on_under(db)
+    else:
+        g.settings_generation, g.generation_confirmed = settings_generation.current(db), True
+    refusal = _proxy_refusal()
+    return refusal if refusal is None or g.generation_confirmed else confirmed_proxy_refusal()
+
+
+def confirmed_proxy_refusal(generation=None):
+    """With the login on, a proxied request whose token was checked under a settings' generation not read for it:
+    its token checked again under the current one (`generation` when the caller read it, else read now); the
+    refusal to answer with, or None. Before anything but its answer is sent (an error found before its look-up), so
+    that a token revoked elsewhere a moment ago is told so, and a request the proxy serves again under the new
+    generation is still allowed to."""
+    if not login_enabled() or g.get("generation_confirmed", True):
+        return None
+    g.settings_generation = settings_generation.current(get_db()) if generation is None else generation
+    g.generation_confirmed = True
+    return _proxy_refusal()
 
 
 def _limited_to(token):
@@ -167,14 +208,7 @@ def require_login():
     if not login_enabled() or request.endpoint in OPEN_ENDPOINTS:
         return None
     if is_proxy_request():  # an OpenAI or Anthropic client: its API key is the token
-        token = _api_token(api_key_header=True)
-        if token is not None:
-            refusal = _limited_to(token)
-            return None if refusal is None else proxy_error(403, refusal, code="permission_denied")
-        message = "The policy proxy needs an API token as the API key (see the Tokens page)."
-        response, status = proxy_error(401, message, code="invalid_api_key")
-        response.headers["WWW-Authenticate"] = 'Bearer realm="Toolgate policy proxy"'
-        return response, status
+        return _check_proxy_token()
     if is_api_request():
         token = _api_token()
         if token is not None:

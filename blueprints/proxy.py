@@ -15,7 +15,7 @@ from itertools import chain
 from flask import Blueprint, Response, current_app, g, jsonify, request, stream_with_context, url_for
 
 from blueprints import log_proxy_refusal, run_page_url_pattern
-from blueprints.auth import request_credential
+from blueprints.auth import confirmed_proxy_refusal, request_credential
 from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions as chat_completions_api
 from engine.proxy import messages as messages_api
@@ -123,7 +123,9 @@ def answer_in(api, agent_id):
         "registry": current_app.config["TOOL_REGISTRY"],
         "tool_secrets": tool_secrets(),
         "environ": key_environ(),
-        "settings_generation": g.get("settings_generation"),  # read with the token, when the login is on
+        # What the token was checked under, with the login on (blueprints.auth); the service confirms it.
+        "settings_generation": g.get("settings_generation"),
+        "generation_confirmed": g.get("generation_confirmed", False),
         "transport": current_app.config.get("MODEL_TRANSPORT"),
         "creator": request_credential(),  # a kept response is read and continued by its creator alone
         # Where the approval webhook's link leads, and what its address may be besides the rule's.
@@ -133,15 +135,29 @@ def answer_in(api, agent_id):
     database = current_app.config["DATABASE_URL"]
     close_db()  # what the checks before this read: the proxied request holds no connection while its model answers
     try:
-        if body.get("stream") is True:
-            return _streamed(api, database, agent_id, body, services)
-        client_request, exchange, run = proxy_service.answer_and_record(database, agent_id, body, api, **services)
+        try:
+            return _answered(api, database, agent_id, body, services)
+        except proxy_service.SettingsChanged as changed:  # nothing was sent or stored: again, under the new settings
+            refusal = confirmed_proxy_refusal(changed.generation)
+            if refusal is not None:
+                return refusal
+            close_db()
+            services.update(settings_generation=changed.generation, generation_confirmed=True)
+            services["creator"] = request_credential()
+            return _answered(api, database, agent_id, body, services)
     except NotFound as error:
         return _refused(api, 404, str(error), code="agent_not_found")
     except ValidationError as error:
         return _refused(api, 400, str(error), code="invalid_value", param=error.field)
     except responses_api.NotStored as error:
         return _refused(api, error.status, error.message, code=error.code, param=error.param)
+
+
+def _answered(api, database, agent_id, body, services):
+    if body.get("stream") is True:
+        return _streamed(api, database, agent_id, body, services)
+    client_request, exchange, run = proxy_service.answer_and_record(database, agent_id, body, api, **services)
+    g.generation_confirmed = True
     traced(run)
     if exchange.error is not None:
         response = _upstream_error(api, exchange.error)
@@ -162,6 +178,7 @@ def _streamed(api, database, agent_id, body, services):
     client_request, streamed, pieces = proxy_service.stream_and_record(
         database, agent_id, body, api, keep_alive_seconds=keep_alive_seconds, **services
     )
+    g.generation_confirmed = True
     with proxy_service.without_turn():  # the upstream's first chunk takes the model's time, not this process's
         first = next(pieces, None)
     if first is None:  # the stream ended before it began: the upstream failed, and the run is recorded
@@ -183,6 +200,18 @@ def _streamed(api, database, agent_id, body, services):
     response = Response(stream_with_context(events()), mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     return response
+
+
+@bp.after_request
+def refused_as_a_token_first(response):
+    """An answer refused before the request's look-up confirmed the settings' generation its token was checked under (a
+    body not sent as JSON, one too large; not a busy database's 503): its token checked again first, so that a token
+    revoked elsewhere a moment ago is refused as such (blueprints.auth.confirmed_proxy_refusal). Before the app's own
+    after-request functions, which add the security headers to whichever answer goes."""
+    if not 400 <= response.status_code < 500 or g.get("generation_confirmed", True):
+        return response
+    refusal = confirmed_proxy_refusal()
+    return response if refusal is None else current_app.make_response(refusal)
 
 
 @bp.post("/chat/completions")

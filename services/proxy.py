@@ -13,8 +13,9 @@ import time
 from contextlib import contextmanager
 
 from engine.addresses import NOTHING_ALLOWED
-from engine.config import SCRIPTED_PROVIDER
+from engine.config import SCRIPTED_PROVIDER, ValidationError
 from engine.proxy import chat_completions
+from engine.proxy.responses import NotStored
 from engine.proxy.serve import KEEP_ALIVE_SECONDS, StreamedAnswer
 from engine.proxy.serve import answer_and_record as serve
 from engine.proxy.upstream import upstream_for_agent
@@ -90,6 +91,16 @@ class _WithoutTurn:
             return self.upstream(body)
 
 
+class SettingsChanged(Exception):
+    """The settings' generation a request went on under (the one its process saw last: store.settings_generation) is
+    not the current one, as its look-up found before its model was asked: nothing was sent or stored, and the request
+    goes round again under `generation`, its token checked again (blueprints.proxy)."""
+
+    def __init__(self, generation):
+        super().__init__(f"The settings changed (generation {generation}).")
+        self.generation = generation
+
+
 class StoredRuns:
     """The agent's proxied runs in the database, as engine.proxy.serve keeps runs; a response held for approval waits
     in its run's row (its state and loop state), so a decision taken by any process releases it. Each look-up and
@@ -100,18 +111,25 @@ class StoredRuns:
     (store.db.write_many_together), so the runs answered at one moment are committed together however few
     connections the pool has."""
 
-    def __init__(self, database_url, agent_id, webhook=None, lease_seconds=LEASE_SECONDS):
+    def __init__(self, database_url, agent_id, webhook=None, lease_seconds=LEASE_SECONDS, unconfirmed=None):
         self.database_url = database_url
         self.agent_id = agent_id
         self.webhook = webhook  # the agent's ApprovalWebhook, told when a call starts waiting
         self.lease_seconds = lease_seconds
+        self.unconfirmed = unconfirmed  # the settings' generation the request went on under, for its look-up to confirm
 
     def find(self, conversation_key):
         return self.find_each([conversation_key])[conversation_key]
 
     def find_each(self, conversation_keys):
+        """The runs with these keys; the first look-up raises SettingsChanged when the settings' generation it reads
+        with them is not the one the request went on under (engine.proxy.serve looks up before anything else)."""
         with pooled_db(self.database_url) as db:
-            return run_store.proxied_runs_with_conversations(db, self.agent_id, conversation_keys)
+            found, generation = run_store.proxied_runs_and_generation(db, self.agent_id, conversation_keys)
+        expected, self.unconfirmed = self.unconfirmed, None
+        if expected is not None and generation != expected:
+            raise SettingsChanged(generation)
+        return found
 
     def save(self, run):
         return run_store.save_run(self.database_url, run, gather=_others_under_way())
@@ -182,6 +200,7 @@ def answer_and_record(
     registry=None,
     tool_secrets=None,
     settings_generation=None,
+    generation_confirmed=False,
     environ=None,
     transport=None,
     creator=None,
@@ -189,19 +208,23 @@ def answer_and_record(
     allowed_networks=NOTHING_ALLOWED,
 ):
     """(the ProxyRequest read from `body` in the client's `api` — a module of engine.proxy —, the
-    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming
-    the field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept (by `creator`,
-    the request's credential, with the login on); a failed upstream request is a stored run with stop_reason
-    "error" and the Exchange's `error`. A response held for approval tells the agent's webhook (`run_url`: a run's
-    page, with {run_id}; `allowed_networks`: what the address rule allows besides its own). No connection is held
-    while the model answers or a decision is awaited (StoredRuns). Called inside the request's turn (`turn()`),
-    which it gives back while it waits."""
+    engine.proxy.core.Exchange, the stored run). Raises store.NotFound for an unknown agent, ValidationError naming the
+    field of a bad body, engine.proxy.responses.NotStored for a reference to a response not kept (by `creator`, the
+    request's credential, with the login on); a failed upstream request is a stored run with stop_reason "error" and the
+    Exchange's `error`. `settings_generation`: the settings' generation the request's token was checked under, read for
+    it (`generation_confirmed`) or the one its process saw last; None with the login off, when the request goes on under
+    the one its process saw last. Raises SettingsChanged, before anything is sent or stored, when its look-up finds that
+    one is not current. A response held for approval tells the agent's webhook (`run_url`: a run's page, with {run_id};
+    `allowed_networks`: what the address rule allows besides its own). No connection is held while the model answers or
+    a decision is awaited (StoredRuns). Called inside the request's turn (`turn()`), which it gives back while it
+    waits."""
     webhooks = (run_url, allowed_networks)
     tools = (registry or default_registry(), tool_secrets)
-    config, merged, request, upstream, webhook = _prepared(
-        database_url, agent_id, body, api, tools, settings_generation, environ, transport, creator, webhooks
+    generation = (settings_generation, generation_confirmed)
+    config, merged, request, upstream, webhook, unconfirmed = _prepared(
+        database_url, agent_id, body, api, tools, generation, environ, transport, creator, webhooks
     )
-    runs = _StoredWithoutTurn(database_url, agent_id, webhook)
+    runs = _StoredWithoutTurn(database_url, agent_id, webhook, unconfirmed=unconfirmed)
     exchange, run = serve(config, merged, request, _WithoutTurn(upstream), runs)
     keep_answer(database_url, agent_id, api, request, exchange, run, creator)
     return request, exchange, run
@@ -216,6 +239,7 @@ def stream_and_record(
     registry=None,
     tool_secrets=None,
     settings_generation=None,
+    generation_confirmed=False,
     environ=None,
     transport=None,
     creator=None,
@@ -228,14 +252,14 @@ def stream_and_record(
     stream outlives the request that started it. Raises as answer_and_record before anything is sent."""
     webhooks = (run_url, allowed_networks)
     tools = (registry or default_registry(), tool_secrets)
-    config, merged, request, upstream, webhook = _prepared(
-        database_url, agent_id, body, api, tools, settings_generation, environ, transport, creator, webhooks
+    generation = (settings_generation, generation_confirmed)
+    config, merged, request, upstream, webhook, unconfirmed = _prepared(
+        database_url, agent_id, body, api, tools, generation, environ, transport, creator, webhooks
     )
     # Its reads and checks are done in the request's turn; what it streams is not (a slow client would hold a turn
     # while it reads): the turn is given back before the upstream is asked (blueprints.proxy).
-    streamed = StreamedAnswer(
-        config, merged, request, upstream, StoredRuns(database_url, agent_id, webhook), keep_alive_seconds
-    )
+    runs = StoredRuns(database_url, agent_id, webhook, unconfirmed=unconfirmed)
+    streamed = StreamedAnswer(config, merged, request, upstream, runs, keep_alive_seconds)
 
     def pieces():
         try:
@@ -247,9 +271,21 @@ def stream_and_record(
 
 
 def _prepared(database_url, agent_id, body, api, tools, generation, environ, transport, creator, webhooks):
+    """What serving the request needs, read under the settings' `generation` — (the number or None, whether it was
+    read for this request) —, and that number when the request's look-up must confirm it, else None."""
     with pooled_db(database_url) as db:
-        settings = _agent_settings(db, database_url, agent_id, tools, generation)
-        request = api.read(body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator))
+        number, confirmed = generation if generation[0] is not None else settings_generation.to_go_on_under(db)
+        try:
+            settings = _agent_settings(db, database_url, agent_id, tools, number)
+            request = api.read(
+                body, lambda response_id: response_store.find_response(db, agent_id, response_id, creator)
+            )
+        except (NotFound, ValidationError, NotStored):
+            # Refused under settings not known to be current: an agent created meanwhile elsewhere is not unknown.
+            current = number if confirmed else settings_generation.current(db)
+            if current != number:
+                raise SettingsChanged(current) from None
+            raise
     config, connections = settings.config, settings.connections
     key_variable = connections[config.provider]["api_key_env"] if connections else None
     # Not `environ or {}`: the truth of a KeyEnviron counts the whole process environment.
@@ -258,7 +294,7 @@ def _prepared(database_url, agent_id, body, api, tools, generation, environ, tra
     merged = json.loads(settings.agent_json)  # each request's own: its run keeps it as the agent's snapshot
     run_url, allowed_networks = webhooks
     webhook = ApprovalWebhook(config.approval_webhook, run_url, allowed_networks, secret)
-    return config, merged, request, upstream, webhook
+    return config, merged, request, upstream, webhook, None if confirmed else number
 
 
 class _AgentSettings:
@@ -291,11 +327,10 @@ SETTINGS_KEPT = 256
 _settings = settings_generation.Kept(SETTINGS_KEPT)  # (database URL, agent id, registry, tool secrets): settings
 
 
-def _agent_settings(db, database_url, agent_id, tools, generation=None):
-    """The agent's _AgentSettings as stored now, its tools checked against `tools` — (the built-in and installed
-    tools' registry, where tool server headers read their secrets) — and the stored tool servers' (which are settings
-    too). `generation`: the settings' generation, when the request read it already (with its token). Raises
-    store.NotFound."""
+def _agent_settings(db, database_url, agent_id, tools, generation):
+    """The agent's _AgentSettings as stored under the settings' `generation`, its tools checked against `tools` —
+    (the built-in and installed tools' registry, where tool server headers read their secrets) — and the stored tool
+    servers' (which are settings too). Raises store.NotFound."""
     registry, tool_secrets = tools
 
     def read():
@@ -303,8 +338,6 @@ def _agent_settings(db, database_url, agent_id, tools, generation=None):
         config, merged = agent_store.get_agent_config(db, agent_id, with_servers)
         return _AgentSettings(config, json.dumps(merged), _connection_of(db, config.provider))
 
-    if generation is None:
-        generation = settings_generation.current(db)
     return _settings.get((database_url, agent_id, registry, tool_secrets), generation, read)
 
 

@@ -17,7 +17,18 @@ from dataclasses import replace
 from engine.round import AWAITING_CLIENT
 from engine.types import ABANDONED, AWAITING, FINISHED, INTERRUPTED, RUNNING
 
-from . import execute, get_row, history, insert_row, insert_rows, now, select_rows, select_value, update_row
+from . import (
+    execute,
+    get_row,
+    history,
+    insert_row,
+    insert_rows,
+    now,
+    select_rows,
+    select_value,
+    settings_generation,
+    update_row,
+)
 from . import log as log_store
 from .db import write_many_together, write_together, write_transaction
 from .run_charts import chart_columns
@@ -269,24 +280,37 @@ def save_loop_state(db, run_id, loop_state):
 
 def conversation_lookup(count):
     """The statement that reads the agent's (:agent_id) latest run with each of `count` conversation keys (:key0,
-    :key1, …): one statement, so one round trip to PostgreSQL, for the keys a proxied request looks up (the run its
-    conversation continues, and one held for approval). Each is served by the index on (agent_id, conversation_key,
-    id): one entry read, however many runs share the key (0006)."""
-    return " UNION ALL ".join(
+    :key1, …), and the settings' current generation: one statement, so one round trip to PostgreSQL, for all a
+    proxied request reads before its model is asked (the run its conversation continues, one held for approval, and
+    the generation that confirms the settings it went on under: store.settings_generation). Each run is found through
+    the index on (agent_id, conversation_key, id): one entry read, however many runs share the key (0006). The
+    generation's one row is joined to the runs found, so it comes back when none is."""
+    latest = " UNION ALL ".join(
         f"SELECT * FROM (SELECT * FROM runs WHERE agent_id = :agent_id AND conversation_key = :key{number} "
         f"ORDER BY id DESC LIMIT 1) AS latest{number}"
         for number in range(count)
     )
+    return (
+        "SELECT settings_generation.generation AS settings_generation, found.* FROM settings_generation "
+        f"LEFT JOIN ({latest}) AS found ON 1 = 1 WHERE settings_generation.id = 1"
+    )
+
+
+def proxied_runs_and_generation(db, agent_id, conversation_keys):
+    """({key: the agent's latest proxied run whose client holds that conversation, or None} for each key, the
+    settings' current generation). Each run is read in the one query: a run found by its key and then read again
+    could have been continued by another request in between, and its transcript would then already hold the results
+    this request brings."""
+    parameters = {f"key{number}": key for number, key in enumerate(conversation_keys)}
+    rows = select_rows(db, conversation_lookup(len(parameters)), {"agent_id": agent_id, **parameters})
+    generation = settings_generation.saw(db, rows[0]["settings_generation"])
+    found = {row["conversation_key"]: _run_from_row(row) for row in rows if row["id"] is not None}
+    return {key: found.get(key) for key in conversation_keys}, generation
 
 
 def proxied_runs_with_conversations(db, agent_id, conversation_keys):
-    """{key: the agent's latest proxied run whose client holds that conversation, or None} for each key. Each run is
-    read in the one query: a run found by its key and then read again could have been continued by another request
-    in between, and its transcript would then already hold the results this request brings."""
-    parameters = {f"key{number}": key for number, key in enumerate(conversation_keys)}
-    rows = select_rows(db, conversation_lookup(len(parameters)), {"agent_id": agent_id, **parameters})
-    found = {row["conversation_key"]: _run_from_row(row) for row in rows}
-    return {key: found.get(key) for key in conversation_keys}
+    """{key: the agent's latest proxied run whose client holds that conversation, or None} for each key."""
+    return proxied_runs_and_generation(db, agent_id, conversation_keys)[0]
 
 
 def proxied_run_with_conversation(db, agent_id, conversation_key):

@@ -3,6 +3,9 @@ generation: a number every write to the agents, their tools, the provider connec
 by a trigger, whoever writes. So a change made anywhere — the API, or SQL from another process or replica that never
 calls this one — is what the very next request uses."""
 
+import json
+
+import httpx2
 import pytest
 
 from store import settings_generation
@@ -105,3 +108,29 @@ def test_an_agent_deleted_by_sql_from_elsewhere_is_refused_at_the_next_request(a
     assert second.status_code == 404
     assert second.json["error"]["message"] == 'No agent with id "canvas".'
     assert len(upstream.requests) == 1
+
+
+def _streamed_text(http, messages):
+    response = http.post("/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": messages, "stream": True})
+    assert response.headers["content-type"].startswith("text/event-stream"), response.text
+    events = [line.removeprefix("data: ") for line in response.text.split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    return "".join(json.loads(event)["choices"][0]["delta"].get("content") or "" for event in events[:-1])
+
+
+def test_an_agent_saved_between_two_streamed_requests_is_what_the_second_one_streams(app, client, database):
+    """The second request goes on under the generation its process saw last; its look-up finds the one the save
+    made, and it is served again under the new settings before anything is streamed or stored."""
+    assert (
+        client.put("/api/agents/canvas", json={"label": "Canvas", "script": [{"content": "One."}]}).status_code == 201
+    )
+    with serving(app) as base_url, httpx2.Client(base_url=base_url, timeout=30) as http:
+        first = _streamed_text(http, [USER])
+        saved = client.put(
+            "/api/agents/canvas", json={"label": "Canvas", "script": [{"content": "Two."}], "revision": 1}
+        )
+        second = _streamed_text(http, [USER])
+
+    assert saved.status_code == 200
+    assert (first, second) == ("One.", "Two.")
+    assert database["runs"].count == 2

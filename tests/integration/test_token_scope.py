@@ -177,3 +177,49 @@ def test_a_token_revoked_between_two_proxied_requests_is_refused_at_the_second(l
     assert (
         second.json["error"]["message"] == "The policy proxy needs an API token as the API key (see the Tokens page)."
     )
+
+
+def _from_elsewhere(app, statement, parameters):
+    """SQL another process or replica runs: this one hears of it only through the settings' generation."""
+    database = Database(app.config["DATABASE_URL"])
+    try:
+        database.execute(statement, parameters)
+    finally:
+        database.close()
+
+
+def test_a_token_revoked_elsewhere_is_refused_as_such_before_what_else_is_wrong_with_its_request(locked_app):
+    """A request the proxy answers goes on under the settings' generation its process saw last, which its look-up
+    confirms; refused before that look-up (here a body that is not an object), its token is checked again first."""
+    token = new_token(locked_app, "chat app", ["chat"])
+    client = locked_app.test_client()
+    chat = "/proxy/chat/v1/chat/completions"
+    first = client.post(chat, json={"model": "m", "messages": [USER]}, headers=bearer(token))
+    before_revoking = client.post(chat, json=["not", "an", "object"], headers=bearer(token))
+    _from_elsewhere(locked_app, "DELETE FROM api_tokens WHERE name = :name", {"name": "chat app"})
+    after_revoking = client.post(chat, json=["not", "an", "object"], headers=bearer(token))
+
+    assert first.status_code == 200
+    assert (before_revoking.status_code, before_revoking.json["error"]["message"]) == (
+        400,
+        "The body must be a JSON object.",
+    )
+    assert (after_revoking.status_code, after_revoking.json["error"]["code"]) == (401, "invalid_api_key")
+    assert after_revoking.headers["WWW-Authenticate"] == 'Bearer realm="Toolgate policy proxy"'
+    assert after_revoking.headers["X-Content-Type-Options"] == "nosniff"  # the app's headers on the refusal it sends
+
+
+def test_a_token_widened_elsewhere_reaches_the_new_agent_at_the_next_request(locked_app):
+    """Refused under the generation its process saw last, a token is checked again under the current one."""
+    token = new_token(locked_app, "chat app", ["chat"])
+    client = locked_app.test_client()
+    body = {"model": "m", "messages": [USER]}
+    assert client.post("/proxy/chat/v1/chat/completions", json=body, headers=bearer(token)).status_code == 200
+    refused = client.post("/proxy/other/v1/chat/completions", json=body, headers=bearer(token))
+    _from_elsewhere(
+        locked_app, "UPDATE api_tokens SET agents = :agents WHERE name = 'chat app'", {"agents": '["chat", "other"]'}
+    )
+    allowed = client.post("/proxy/other/v1/chat/completions", json=body, headers=bearer(token))
+
+    assert refused.status_code == 403
+    assert (allowed.status_code, allowed.json["choices"][0]["message"]["content"]) == (200, "Hi.")
