@@ -142,8 +142,9 @@ def answer_in(api, agent_id):
             if refusal is not None:
                 return refusal
             close_db()
-            services.update(settings_generation=changed.generation, generation_confirmed=True)
-            services["creator"] = request_credential()
+            services.update(
+                settings_generation=changed.generation, generation_confirmed=True, creator=request_credential()
+            )
             return _answered(api, database, agent_id, body, services)
     except NotFound as error:
         return _refused(api, 404, str(error), code="agent_not_found")
