@@ -61,6 +61,8 @@ def test_a_visitor_logs_in_works_and_logs_out(page, locked_url, policy_violation
     expect(page).to_have_url(f"{locked_url}/runs")
     page.get_by_role("link", name="Agents").click()
     page.get_by_role("link", name="New agent").click()
+    expect(page).to_have_url(f"{locked_url}/agents/new")
+    page.wait_for_load_state()  # htmx (a deferred script) has set up the form: typing now asks for the fragment
     page.get_by_label("Label", exact=True).fill("Behind the login")
     expect(page.get_by_label("Machine name", exact=True)).to_have_value("behind_the_login")  # htmx, under the CSP
 
