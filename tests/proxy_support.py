@@ -2,6 +2,7 @@
 app served for real (tests/live_http.serving) with an `openai` SDK client pointed at an agent's proxy, and the
 client tool definitions those tests exchange. `completion` (tests/doubles) is imported from here too."""
 
+import json
 from contextlib import contextmanager
 
 import openai
@@ -102,6 +103,15 @@ def chat_stream_lines(sdk, tools):
         model="gpt-x", messages=[USER], tools=tools, stream=True
     ) as response:
         return list(response.iter_lines())
+
+
+def streamed_text(response):
+    """The text of a streamed Chat Completions answer as the proxy sent it (an httpx2 response), its events checked
+    to be server-sent events that end with [DONE]."""
+    assert response.headers["content-type"].startswith("text/event-stream"), response.text
+    events = [line.removeprefix("data: ") for line in response.text.split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    return "".join(json.loads(event)["choices"][0]["delta"].get("content") or "" for event in events[:-1])
 
 
 def tool_results(message, output=lambda call: f"uuid-of-{call.id}"):

@@ -23,6 +23,7 @@ from tests.proxy_support import (
     add_upstream,
     completion,
     proxy_client,
+    streamed_text,
     tool_results,
 )
 
@@ -316,11 +317,7 @@ def test_a_streamed_text_answer_ends_with_done(app, client):
         response = http.post(
             "/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": [USER], "stream": True}
         )
-    assert response.headers["content-type"].startswith("text/event-stream")
-    events = [line.removeprefix("data: ") for line in response.text.split("\n\n") if line]
-    assert events[-1] == "[DONE]"
-    text = "".join(json.loads(event)["choices"][0]["delta"].get("content") or "" for event in events[:-1])
-    assert text == "Nothing to place."
+    assert streamed_text(response) == "Nothing to place."
 
 
 # --- Errors, in OpenAI's shape ---------------------------------------------------------------------------------

@@ -3,14 +3,12 @@ generation: a number every write to the agents, their tools, the provider connec
 by a trigger, whoever writes. So a change made anywhere — the API, or SQL from another process or replica that never
 calls this one — is what the very next request uses."""
 
-import json
-
 import httpx2
 import pytest
 
 from store import settings_generation
 from tests.live_http import serving
-from tests.proxy_support import USER, FakeUpstream, add_upstream, completion
+from tests.proxy_support import USER, FakeUpstream, add_upstream, completion, streamed_text
 
 pytestmark = pytest.mark.both_engines
 
@@ -111,11 +109,8 @@ def test_an_agent_deleted_by_sql_from_elsewhere_is_refused_at_the_next_request(a
 
 
 def _streamed_text(http, messages):
-    response = http.post("/proxy/canvas/v1/chat/completions", json={"model": "m", "messages": messages, "stream": True})
-    assert response.headers["content-type"].startswith("text/event-stream"), response.text
-    events = [line.removeprefix("data: ") for line in response.text.split("\n\n") if line]
-    assert events[-1] == "[DONE]"
-    return "".join(json.loads(event)["choices"][0]["delta"].get("content") or "" for event in events[:-1])
+    body = {"model": "m", "messages": messages, "stream": True}
+    return streamed_text(http.post("/proxy/canvas/v1/chat/completions", json=body))
 
 
 def test_an_agent_saved_between_two_streamed_requests_is_what_the_second_one_streams(app, client, database):
