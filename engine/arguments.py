@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from jsonschema import Draft202012Validator
 
 from . import texts
+from .json_copy import json_copy
 
 ONLY_ALLOW = "only_allow"
 FORCE_VALUE = "force_value"
@@ -150,11 +151,11 @@ def hidden_arguments(rules):
 def model_parameters(parameters, rules, descriptions):
     """The schema the model sees: a copy of the tool's, with the hidden arguments removed, each allow-list as
     its argument's `enum` and the argument descriptions replaced."""
-    schema = _remove_properties(copy.deepcopy(parameters), hidden_arguments(rules))
+    schema = _remove_properties(json_copy(parameters), hidden_arguments(rules))
     properties = schema.get("properties", {})
     for name, rule in rules.items():
         if rule.action == ONLY_ALLOW and isinstance(properties.get(name), dict):
-            properties[name]["enum"] = copy.deepcopy(list(rule.values))
+            properties[name]["enum"] = json_copy(list(rule.values))
     for name, text in descriptions.items():
         if isinstance(properties.get(name), dict):
             properties[name]["description"] = text

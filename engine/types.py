@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from .config import json_value_problem
+from .json_copy import json_copy
 
 
 def _parse_json(text):
@@ -183,7 +184,7 @@ class Round:
         return {
             "number": self.number,
             "tools_offered": list(self.tools_offered) if self.tools_offered is not None else None,
-            "tools_sent": copy.deepcopy(list(self.tools_sent)) if self.tools_sent is not None else None,
+            "tools_sent": json_copy(list(self.tools_sent)) if self.tools_sent is not None else None,
             "progress_messages": self.progress_messages(),
             "assistant": {
                 "content": self.response.content,

@@ -27,6 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from contextlib import contextmanager
+from functools import lru_cache
 
 from flask import current_app, g
 from sqlalchemy import create_engine, event, exc
@@ -52,8 +53,10 @@ def database_url(setting):
     return setting if "://" in setting else f"sqlite:///{setting}"
 
 
+@lru_cache(maxsize=64)
 def sqlite_path(url):
-    """The file of a SQLite URL; None for another engine or an in-memory database."""
+    """The file of a SQLite URL; None for another engine or an in-memory database. (Asked by each write a request
+    hands in: the URL parsed once.)"""
     parsed = make_url(database_url(url))
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
