@@ -6,7 +6,6 @@ argument, and its values fit that argument's schema), the schema the model sees 
 the model sent, before anything is checked; a value off the allow-list is rejected).
 """
 
-import copy
 from dataclasses import dataclass
 
 from jsonschema import Draft202012Validator
@@ -91,7 +90,7 @@ def check_argument_rules(errors, prefix, tool_name, rules, parameters):
             continue
         for unknown in set(rule) - set(RULE_DEFAULTS):
             errors[f"{where}.{unknown}"] = "is not part of an argument rule (action, values, hide)"
-        rule = {**copy.deepcopy(RULE_DEFAULTS), **rule}
+        rule = {**json_copy(RULE_DEFAULTS), **rule}
         shape_errors = len(errors)
         if rule["action"] not in ACTIONS:
             errors[f"{where}.action"] = 'must be "" (no rule), "only_allow" or "force_value"'
@@ -175,10 +174,10 @@ def force_values(arguments, rules):
     {argument: forced value}). Done before the schema is checked: the call runs with the forced value whatever the
     model sent, a value off the schema or an argument hidden from it included. The arguments given are not
     modified."""
-    forced = {name: copy.deepcopy(rule.forced_value) for name, rule in rules.items() if rule.action == FORCE_VALUE}
+    forced = {name: json_copy(rule.forced_value) for name, rule in rules.items() if rule.action == FORCE_VALUE}
     if not forced:
         return arguments, {}
-    return {**arguments, **copy.deepcopy(forced)}, forced
+    return {**arguments, **json_copy(forced)}, forced
 
 
 def value_not_allowed(tool_name, arguments, rules):

@@ -1,6 +1,6 @@
 """A copy of a JSON value (dicts, lists and scalars, as json.loads gives them): what copy.deepcopy makes of one,
-without deepcopy's memo and dispatch, which made it three times slower on the tool schemas every proxied request
-copies (docs/performance.md). A tuple is copied as a tuple; anything else is shared, as deepcopy shares a string."""
+without deepcopy's memo and dispatch, which made it twice as slow on the tool schemas every proxied request copies
+(docs/performance.md). A tuple is copied as a tuple; anything else is shared, as deepcopy shares a string."""
 
 
 def json_copy(value):

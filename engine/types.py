@@ -5,7 +5,6 @@ The record types carry the run's facts; `to_json()` turns them into the JSON sha
 the loop never builds dicts by hand and a field added to a round or a call is added in one place.
 """
 
-import copy
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -138,7 +137,7 @@ class CallRecord:
             "progress_message": self.progress_message or None,
         }
         if self.review is not None:  # only calls that required approval have one
-            record["review"] = copy.deepcopy(self.review)
+            record["review"] = json_copy(self.review)
         if self.run_by is not None:  # only the calls of a proxied run that its client ran
             record["run_by"] = self.run_by
         return record
@@ -156,7 +155,7 @@ class CallRecord:
             data.get("forced_arguments") or None,
             tuple(data.get("replaced_placeholders") or ()),
             data.get("progress_message") or "",
-            copy.deepcopy(data.get("review")),
+            json_copy(data.get("review")),
             data.get("run_by"),
         )
 
@@ -217,7 +216,7 @@ class Round:
             ),
             calls=tuple(CallRecord.from_json(call) for call in data["calls"]),
             reminder=data.get("reminder"),
-            tools_sent=copy.deepcopy(tuple(data["tools_sent"])) if data.get("tools_sent") is not None else None,
+            tools_sent=json_copy(tuple(data["tools_sent"])) if data.get("tools_sent") is not None else None,
             latency_ms=data.get("latency_ms"),
             shown_to_client=data.get("shown_to_client"),
             started_at=data.get("started_at"),

@@ -1,7 +1,8 @@
-"""engine.json_copy.json_copy in place of copy.deepcopy on the tool schemas and the tools a proxied request sends:
-for any JSON value (and tuples of them, as a round keeps the tools it sent), the copy is what deepcopy makes — equal,
-the same JSON text, the same types all the way down — and shares no dict or list with the original, so a change to
-either never shows in the other."""
+"""engine.json_copy.json_copy in place of copy.deepcopy on the JSON values the engine copies (the tool schemas the
+model sees, the tools a round sent, a call's review, argument rules and forced values): for any JSON value (and tuples
+of them, as a round keeps the tools it sent), the copy is what deepcopy makes — equal, the same JSON text, the same
+types all the way down — and shares no dict or list with the original, so a change to either never shows in the
+other."""
 
 import copy
 import json
