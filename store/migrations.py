@@ -27,20 +27,22 @@ version before Alembic added (0070, 0071), unknown to legacy_migrations: 0002 sk
 from datetime import UTC, datetime
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
-from . import execute, legacy_migrations, select_rows
+from . import execute, select_rows, select_value
 from .db import write_transaction
 
+# Alembic and sqlite-utils (the legacy steps) are loaded only when a database is behind: each process of `make run`
+# builds the app on a database `flask init-db` has just brought up to date, and would hold 14 MB more for nothing
+# (docs/performance.md).
 SCRIPT_LOCATION = Path(__file__).resolve().parent / "alembic"
 # Two replicas that start at once on one PostgreSQL database take turns (SQLite's write lock does that there).
 MIGRATION_LOCK = 7_346_257
 
 
 def _config(connection=None, applied=None):
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(SCRIPT_LOCATION))
     config.attributes["connection"] = connection
@@ -50,12 +52,29 @@ def _config(connection=None, applied=None):
 
 def heads():
     """The newest steps of the history: one, unless two branches each added a step after the same one."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(_config()).get_heads()
 
 
 def every_step():
     """Every step of the history, oldest first."""
+    from alembic.script import ScriptDirectory
+
     return [script.revision for script in reversed(list(ScriptDirectory.from_config(_config()).walk_revisions()))]
+
+
+def newest_step():
+    """The step a database at the head of the history has last applied, read from the steps' file names (each step's
+    revision is its file's name, NNNN_what_it_does: a test holds the history to that)."""
+    return max(path.stem for path in (SCRIPT_LOCATION / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
+def _up_to_date(connection):
+    """Whether the database has applied the newest step (a database made before Alembic has no alembic_version)."""
+    if "alembic_version" not in inspect(connection).get_table_names():
+        return False
+    return select_value(connection, "SELECT version_num FROM alembic_version") == newest_step()
 
 
 def _moment():
@@ -65,6 +84,12 @@ def _moment():
 def migrate(connection):
     """Apply every step not yet applied, in order. Returns the names applied (empty when up to date): the legacy
     steps an old SQLite database missed, then the Alembic steps."""
+    if _up_to_date(connection):
+        return []
+    from alembic import command
+
+    from . import legacy_migrations
+
     applied = []
     if connection.dialect.name == "sqlite" and set(inspect(connection).get_table_names()) & legacy_migrations.TABLES:
         applied += legacy_migrations.migrate(connection)

@@ -2,15 +2,19 @@
 built, and a database made by any earlier version upgrades in place on start, keeping what it holds."""
 
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 import sqlite_utils
+from alembic import command
 from sqlalchemy import inspect
 
 from store import legacy_migrations, migrations
 from store import tokens as token_store
-from store.db import open_db
+from store.db import open_db, write_transaction
 from tests.database import Database
+from tests.live_http import ROOT
 from tests.support import make_app
 
 LEGACY_STEPS = [step.name for step in legacy_migrations.migrations.pending(sqlite_utils.Database(memory=True))]
@@ -55,6 +59,50 @@ def schema(path):
 def test_ci_refuses_two_heads():
     """Two branches that each add a step after the same one must be put in order before they merge."""
     assert len(migrations.heads()) == 1, migrations.heads()
+
+
+def test_the_newest_step_by_its_file_name_is_the_head_of_the_history():
+    """migrations.newest_step reads the head from the steps' file names, without loading Alembic: each step's revision
+    must be its file's name, and the newest file the head."""
+    assert migrations.heads() == [migrations.newest_step()]
+    versions = migrations.SCRIPT_LOCATION / "versions"
+    assert sorted(path.stem for path in versions.glob("*.py") if not path.stem.startswith("_")) == sorted(
+        migrations.every_step()
+    )
+
+
+BUILDS_THE_APP = """
+import sys
+from app import create_app
+
+app = create_app({{"SECRET_KEY": "k", "DATABASE": {database!r}}}, instance_path={folder!r})
+loaded = sorted(name for name in ("alembic", "sqlite_utils") if name in sys.modules)
+print(app.extensions["toolgate_schema"]["applied"], loaded)
+"""
+
+
+def test_a_process_on_an_up_to_date_database_loads_neither_alembic_nor_sqlite_utils(tmp_path):
+    """Each process `make run` starts builds the app on a database `flask init-db` has just brought up to date: it
+    checks the newest step is applied and loads neither (14 MB a process); one that finds the database behind
+    migrates it."""
+    code = BUILDS_THE_APP.format(database=str(tmp_path / "toolgate.db"), folder=str(tmp_path))
+
+    def build():
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert build() == f"{migrations.every_step()} ['alembic', 'sqlite_utils']"
+    assert build() == "[] []"
+
+    behind = tmp_path / "behind"
+    behind.mkdir()
+    code = BUILDS_THE_APP.format(database=str(behind / "toolgate.db"), folder=str(behind))
+    database = open_db(f"sqlite:///{behind / 'toolgate.db'}")
+    with write_transaction(database):
+        command.upgrade(migrations._config(database, []), migrations.every_step()[-2])
+    database.close()
+    assert build() == f"{migrations.every_step()[-1:]} ['alembic', 'sqlite_utils']"
 
 
 def test_every_step_name_fits_in_postgresqls_alembic_version():
