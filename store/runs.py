@@ -308,14 +308,9 @@ def proxied_runs_and_generation(db, agent_id, conversation_keys):
     return {key: found.get(key) for key in conversation_keys}, generation
 
 
-def proxied_runs_with_conversations(db, agent_id, conversation_keys):
-    """{key: the agent's latest proxied run whose client holds that conversation, or None} for each key."""
-    return proxied_runs_and_generation(db, agent_id, conversation_keys)[0]
-
-
 def proxied_run_with_conversation(db, agent_id, conversation_key):
     """The agent's latest proxied run whose client holds this conversation, or None."""
-    return proxied_runs_with_conversations(db, agent_id, [conversation_key])[conversation_key]
+    return proxied_runs_and_generation(db, agent_id, [conversation_key])[0][conversation_key]
 
 
 def get_run(db, run_id):

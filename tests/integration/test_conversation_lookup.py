@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from store.runs import conversation_lookup, proxied_run_with_conversation, proxied_runs_with_conversations
+from store.runs import conversation_lookup, proxied_run_with_conversation, proxied_runs_and_generation
 
 pytestmark = pytest.mark.both_engines
 
@@ -69,9 +69,9 @@ def test_the_lookup_finds_the_latest_run_with_the_key(database, shared_key):
     ).scalar()
     assert proxied_run_with_conversation(database, "canvas", shared_key)["id"] == latest
     assert proxied_run_with_conversation(database, "canvas", "held:opening") is None
-    found = proxied_runs_with_conversations(database, "canvas", ["held:opening", shared_key])
+    found, _generation = proxied_runs_and_generation(database, "canvas", ["held:opening", shared_key])
     assert found["held:opening"] is None and found[shared_key]["id"] == latest
-    assert proxied_runs_with_conversations(database, "other", ["conversation 7", "conversation 9"]) == {
+    assert proxied_runs_and_generation(database, "other", ["conversation 7", "conversation 9"])[0] == {
         "conversation 7": proxied_run_with_conversation(database, "other", "conversation 7"),
         "conversation 9": proxied_run_with_conversation(database, "other", "conversation 9"),
     }
